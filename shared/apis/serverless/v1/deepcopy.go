@@ -1,0 +1,155 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func copyInt32(p *int32) *int32 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func copyConditions(in []metav1.Condition) []metav1.Condition {
+	if in == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// DeepCopyInto copies f into out.
+func (f *Function) DeepCopyInto(out *Function) {
+	*out = *f
+	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	if f.Spec.Source != nil {
+		out.Spec.Source = make(map[string]string, len(f.Spec.Source))
+		for k, v := range f.Spec.Source {
+			out.Spec.Source[k] = v
+		}
+	}
+	out.Spec.Scale = FunctionScale{
+		MinReplicas:             copyInt32(f.Spec.Scale.MinReplicas),
+		MaxReplicas:             copyInt32(f.Spec.Scale.MaxReplicas),
+		TargetRequestsPerSecond: copyInt32(f.Spec.Scale.TargetRequestsPerSecond),
+		IdleSeconds:             copyInt32(f.Spec.Scale.IdleSeconds),
+	}
+	out.Status.Conditions = copyConditions(f.Status.Conditions)
+}
+
+// DeepCopy returns a deep copy of f.
+func (f *Function) DeepCopy() *Function {
+	if f == nil {
+		return nil
+	}
+	out := new(Function)
+	f.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (f *Function) DeepCopyObject() runtime.Object { return f.DeepCopy() }
+
+// DeepCopyObject implements runtime.Object.
+func (l *FunctionList) DeepCopyObject() runtime.Object {
+	if l == nil {
+		return nil
+	}
+	out := &FunctionList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	if l.Items != nil {
+		out.Items = make([]Function, len(l.Items))
+		for i := range l.Items {
+			l.Items[i].DeepCopyInto(&out.Items[i])
+		}
+	}
+	return out
+}
+
+// DeepCopyInto copies s into out.
+func (s *State) DeepCopyInto(out *State) {
+	*out = *s
+	if s.Result != nil {
+		r := *s.Result
+		out.Result = &r
+	}
+	if s.Choices != nil {
+		out.Choices = make([]ChoiceRule, len(s.Choices))
+		for i := range s.Choices {
+			s.Choices[i].DeepCopyInto(&out.Choices[i])
+		}
+	}
+}
+
+// DeepCopyInto copies c into out.
+func (c *ChoiceRule) DeepCopyInto(out *ChoiceRule) {
+	*out = *c
+	cp := func(p *float64) *float64 {
+		if p == nil {
+			return nil
+		}
+		v := *p
+		return &v
+	}
+	out.NumericEquals = cp(c.NumericEquals)
+	out.NumericLessThan = cp(c.NumericLessThan)
+	out.NumericGreaterThan = cp(c.NumericGreaterThan)
+	if c.StringEquals != nil {
+		v := *c.StringEquals
+		out.StringEquals = &v
+	}
+	if c.BooleanEquals != nil {
+		v := *c.BooleanEquals
+		out.BooleanEquals = &v
+	}
+}
+
+// DeepCopyInto copies w into out.
+func (w *Workflow) DeepCopyInto(out *Workflow) {
+	*out = *w
+	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	if w.Spec.States != nil {
+		out.Spec.States = make(map[string]State, len(w.Spec.States))
+		for k, v := range w.Spec.States {
+			var c State
+			v.DeepCopyInto(&c)
+			out.Spec.States[k] = c
+		}
+	}
+	out.Status.Conditions = copyConditions(w.Status.Conditions)
+}
+
+// DeepCopy returns a deep copy of w.
+func (w *Workflow) DeepCopy() *Workflow {
+	if w == nil {
+		return nil
+	}
+	out := new(Workflow)
+	w.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (w *Workflow) DeepCopyObject() runtime.Object { return w.DeepCopy() }
+
+// DeepCopyObject implements runtime.Object.
+func (l *WorkflowList) DeepCopyObject() runtime.Object {
+	if l == nil {
+		return nil
+	}
+	out := &WorkflowList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	if l.Items != nil {
+		out.Items = make([]Workflow, len(l.Items))
+		for i := range l.Items {
+			l.Items[i].DeepCopyInto(&out.Items[i])
+		}
+	}
+	return out
+}

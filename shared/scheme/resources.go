@@ -1,0 +1,147 @@
+package scheme
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+)
+
+// Resource describes one served resource, as discovery reports it.
+type Resource struct {
+	GVK        schema.GroupVersionKind
+	Plural     string // "pods"
+	Singular   string // "pod"
+	Namespaced bool
+	ShortNames []string
+	Categories []string
+	// Subresources served besides the main endpoint: "status", "binding", "scale", "log".
+	Subresources []string
+	// DeleteCollection is served where Kubernetes serves it.
+	DeleteCollection bool
+	// New returns an empty object and an empty list of the kind.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+}
+
+// GVR is the group, version and plural resource name.
+func (r *Resource) GVR() schema.GroupVersionResource {
+	return r.GVK.GroupVersion().WithResource(r.Plural)
+}
+
+// HasSubresource reports whether name is served for this resource.
+func (r *Resource) HasSubresource(name string) bool {
+	for _, s := range r.Subresources {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Resources lists every served resource, in the order discovery lists them.
+var Resources = []*Resource{
+	{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
+		Subresources: []string{"status"}, New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Plural: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
+		Subresources: []string{"status", "binding", "log"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Plural: "services", Singular: "service", Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Endpoints"), Plural: "endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
+		DeleteCollection: true, New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Event"), Plural: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
+		DeleteCollection: true, New: func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Plural: "configmaps", Singular: "configmap", Namespaced: true, ShortNames: []string{"cm"},
+		DeleteCollection: true, New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Plural: "secrets", Singular: "secret", Namespaced: true,
+		DeleteCollection: true, New: func() runtime.Object { return &corev1.Secret{} }, NewList: func() runtime.Object { return &corev1.SecretList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolume"), Plural: "persistentvolumes", Singular: "persistentvolume", ShortNames: []string{"pv"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.PersistentVolume{} }, NewList: func() runtime.Object { return &corev1.PersistentVolumeList{} }},
+	{GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), Plural: "persistentvolumeclaims", Singular: "persistentvolumeclaim", Namespaced: true, ShortNames: []string{"pvc"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, NewList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Plural: "deployments", Singular: "deployment", Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"},
+		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} }},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), Plural: "replicasets", Singular: "replicaset", Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"},
+		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.ReplicaSet{} }, NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} }},
+	{GVK: autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
+	{GVK: batchv1.SchemeGroupVersion.WithKind("Job"), Plural: "jobs", Singular: "job", Namespaced: true, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} }},
+	{GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), Plural: "ingresses", Singular: "ingress", Namespaced: true, ShortNames: []string{"ing"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &networkingv1.Ingress{} }, NewList: func() runtime.Object { return &networkingv1.IngressList{} }},
+	{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Plural: "leases", Singular: "lease", Namespaced: true,
+		DeleteCollection: true, New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
+	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Function"), Plural: "functions", Singular: "function", Namespaced: true, ShortNames: []string{"fn"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Function{} }, NewList: func() runtime.Object { return &serverlessv1.FunctionList{} }},
+	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Workflow"), Plural: "workflows", Singular: "workflow", Namespaced: true, ShortNames: []string{"wf"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Workflow{} }, NewList: func() runtime.Object { return &serverlessv1.WorkflowList{} }},
+}
+
+// GroupVersions lists the served group versions, core first, in discovery order.
+func GroupVersions() []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range Resources {
+		gv := r.GVK.GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+// ByGVR finds a resource by group, version and plural name.
+func ByGVR(gvr schema.GroupVersionResource) (*Resource, bool) {
+	for _, r := range Resources {
+		if r.GVR() == gvr {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// ByGVK finds a resource by group, version and kind.
+func ByGVK(gvk schema.GroupVersionKind) (*Resource, bool) {
+	for _, r := range Resources {
+		if r.GVK == gvk {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Lookup resolves what a user types (plural, singular, short name or kind, any case, with an
+// optional ".group" suffix) to a resource.
+func Lookup(name string) (*Resource, error) {
+	n := strings.ToLower(name)
+	group := ""
+	if i := strings.Index(n, "."); i > 0 {
+		n, group = n[:i], n[i+1:]
+	}
+	for _, r := range Resources {
+		if group != "" && r.GVK.Group != group && !strings.HasPrefix(r.GVK.Group, group) {
+			continue
+		}
+		if n == r.Plural || n == r.Singular || n == strings.ToLower(r.GVK.Kind) {
+			return r, nil
+		}
+		for _, s := range r.ShortNames {
+			if n == s {
+				return r, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("the server doesn't have a resource type %q", name)
+}

@@ -1,0 +1,39 @@
+package scheme
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+)
+
+// Scheme knows every kind minik8s serves, plus the meta/v1 kinds used on the wire.
+var Scheme = runtime.NewScheme()
+
+// Codecs decodes and encodes objects of Scheme.
+var Codecs = serializer.NewCodecFactory(Scheme)
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme,
+		appsv1.AddToScheme,
+		autoscalingv2.AddToScheme,
+		batchv1.AddToScheme,
+		coordinationv1.AddToScheme,
+		networkingv1.AddToScheme,
+		serverlessv1.AddToScheme,
+	} {
+		utilruntime.Must(add(Scheme))
+	}
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	utilruntime.Must(metav1.AddMetaToScheme(Scheme))
+}
