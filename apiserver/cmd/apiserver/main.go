@@ -1,0 +1,62 @@
+// Command apiserver serves the minik8s API: Kubernetes REST on etcd, with every change published
+// to RabbitMQ.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"minik8s.io/apiserver/internal/app"
+)
+
+func defaultHome() string {
+	if h := os.Getenv("MINIK8S_HOME"); h != "" {
+		return h
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".minik8s"
+	}
+	return filepath.Join(home, ".minik8s")
+}
+
+func main() {
+	var cfg app.Config
+	var etcdServers, logLevel string
+	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
+	fs.StringVar(&cfg.Home, "home", defaultHome(), "state directory (certificates, tokens, kubeconfigs, embedded etcd data); $MINIK8S_HOME")
+	fs.StringVar(&cfg.BindAddress, "bind-address", "127.0.0.1", "address to serve HTTPS on")
+	fs.IntVar(&cfg.SecurePort, "secure-port", 6443, "port to serve HTTPS on")
+	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address clients reach this server at (default: the bind address, or 127.0.0.1)")
+	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated etcd endpoints; empty runs an embedded etcd")
+	fs.StringVar(&cfg.EtcdClientURL, "embedded-etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd")
+	fs.StringVar(&cfg.EtcdPeerURL, "embedded-etcd-peer-url", "http://127.0.0.1:2380", "peer URL of the embedded etcd")
+	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL the outbox publishes to")
+	fs.DurationVar(&cfg.CompactInterval, "compact-interval", 5*time.Minute, "how often etcd history older than one interval is compacted (0 disables)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take at shutdown")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	_ = fs.Parse(os.Args[1:])
+	if etcdServers != "" {
+		cfg.EtcdServers = strings.Split(etcdServers, ",")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		fmt.Fprintf(os.Stderr, "apiserver: --log-level: %v\n", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "apiserver")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app.Run(ctx, cfg, log); err != nil {
+		log.Error("apiserver failed", "err", err)
+		os.Exit(1)
+	}
+}

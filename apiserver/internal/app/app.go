@@ -1,0 +1,201 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"golang.org/x/sync/errgroup"
+
+	"minik8s.io/apiserver/internal/bootstrap"
+	"minik8s.io/apiserver/internal/defaults"
+	"minik8s.io/apiserver/internal/server"
+	"minik8s.io/apiserver/internal/storage/etcdstore"
+	"minik8s.io/apiserver/internal/tables"
+	"minik8s.io/apiserver/internal/validation"
+)
+
+// Config is the apiserver's configuration, from flags.
+type Config struct {
+	Home             string
+	BindAddress      string
+	SecurePort       int
+	AdvertiseAddress string
+	// EtcdServers are external etcd endpoints; empty runs an embedded etcd in Home/etcd.
+	EtcdServers     []string
+	EtcdClientURL   string
+	EtcdPeerURL     string
+	AMQPURL         string
+	CompactInterval time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// Validate checks a configuration before anything starts.
+func (c *Config) Validate() error {
+	if c.Home == "" {
+		return errors.New("--home must not be empty")
+	}
+	if c.SecurePort <= 0 || c.SecurePort > 65535 {
+		return fmt.Errorf("--secure-port %d is not a port", c.SecurePort)
+	}
+	if net.ParseIP(c.BindAddress) == nil {
+		return fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress)
+	}
+	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
+		return fmt.Errorf("--advertise-address %q is not an IP address", c.AdvertiseAddress)
+	}
+	return nil
+}
+
+func (c *Config) advertise() string {
+	if c.AdvertiseAddress != "" {
+		return c.AdvertiseAddress
+	}
+	if ip := net.ParseIP(c.BindAddress); ip != nil && !ip.IsUnspecified() {
+		return c.BindAddress
+	}
+	return "127.0.0.1"
+}
+
+type tableConverter struct{}
+
+func (tableConverter) Convert(obj runtime.Object, include string, now time.Time) (*metav1.Table, error) {
+	return tables.For(obj, tables.Options{IncludeObject: metav1.IncludeObjectPolicy(include)}, now)
+}
+
+// Run serves until ctx ends, then shuts down in order: HTTP, background loops, etcd.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(cfg.advertise(), strconv.Itoa(cfg.SecurePort))
+	paths, err := bootstrap.Ensure(cfg.Home, bootstrap.Options{Hosts: []string{cfg.advertise()}, Server: "https://" + addr})
+	if err != nil {
+		return fmt.Errorf("prepare state directory: %w", err)
+	}
+	for _, f := range paths.Written {
+		log.Info("wrote", "file", f)
+	}
+	tokens, err := bootstrap.LoadTokens(paths.Tokens)
+	if err != nil {
+		return err
+	}
+	cert, err := tls.LoadX509KeyPair(paths.ServingCert, paths.ServingKey)
+	if err != nil {
+		return fmt.Errorf("load serving certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(paths.CACert)
+	if err != nil {
+		return fmt.Errorf("read CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+
+	endpoints := cfg.EtcdServers
+	if len(endpoints) == 0 {
+		emb, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{DataDir: paths.EtcdDir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL}, log)
+		if err != nil {
+			return err
+		}
+		defer emb.Close()
+		endpoints = []string{emb.URL}
+	}
+	cli, err := etcdstore.Dial(endpoints)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	store := etcdstore.New(cli, 10*time.Second)
+	server.Registry.MustRegister(etcdstore.Latency)
+
+	docs, err := newOpenAPI()
+	if err != nil {
+		return err
+	}
+	ob, publisher, err := newOutbox(cli, cfg.AMQPURL, log)
+	if err != nil {
+		return err
+	}
+	defer publisher.Close()
+	srv := server.New(server.Config{
+		Store: store,
+		Authenticator: func(token string) (server.Identity, bool) {
+			id, ok := tokens[token]
+			return server.Identity{User: id.User, UID: id.UID, Groups: id.Groups}, ok
+		},
+		Tables:          tableConverter{},
+		OpenAPI:         docs,
+		Logger:          log,
+		ExternalAddress: addr,
+		Default:         defaults.Apply,
+		DefaultUpdate:   defaults.ApplyUpdate,
+		ValidateCreate:  validation.ValidateCreate,
+		ValidateUpdate:  validation.ValidateUpdate,
+		Kubelet: &server.KubeletClient{
+			HTTP: &http.Client{Transport: &http.Transport{
+				TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+				TLSHandshakeTimeout: server.DefaultKubeletTimeout,
+				DialContext:         (&net.Dialer{Timeout: server.DefaultKubeletTimeout}).DialContext,
+			}},
+			Token: adminToken(tokens),
+		},
+	})
+	httpSrv := &http.Server{
+		Addr:              net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)),
+		Handler:           srv.Handler(),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	ln, err := net.Listen("tcp", httpSrv.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Start(gctx) })
+	g.Go(func() error { return runCompactor(gctx, store, cfg.CompactInterval, ob.Revision, log) })
+	g.Go(func() error { return ob.Start(gctx) })
+	g.Go(func() error {
+		log.Info("serving", "address", httpSrv.Addr, "kubeconfig", paths.AdminKubeconfig)
+		if err := httpSrv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		// Watches never end by themselves: close what is left after the grace period.
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			_ = httpSrv.Close()
+		}
+		return nil
+	})
+	err = g.Wait()
+	log.Info("stopped")
+	return err
+}
+
+// adminToken picks a system:masters token for the apiserver's own calls to kubelets.
+func adminToken(tokens map[string]bootstrap.Identity) string {
+	for tok, id := range tokens {
+		for _, g := range id.Groups {
+			if g == "system:masters" {
+				return tok
+			}
+		}
+	}
+	return ""
+}

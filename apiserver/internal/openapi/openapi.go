@@ -1,0 +1,191 @@
+package openapi
+
+import (
+	"crypto/sha512"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"minik8s.io/shared/scheme"
+)
+
+// Prefix is where the documents are served.
+const Prefix = "/openapi/v3"
+
+// Document is the OpenAPI document of one group version, encoded once.
+type Document struct {
+	// Key is the path below Prefix: "api/v1", "apis/apps/v1".
+	Key string
+	// JSON is the document.
+	JSON []byte
+	// Hash is the upper-case hex SHA-512 of JSON, as Kubernetes computes it; it goes into the
+	// URL the root lists, so clients may cache a document forever under that URL.
+	Hash string
+}
+
+// ETag is the HTTP entity tag of the document.
+func (d *Document) ETag() string { return `"` + d.Hash + `"` }
+
+// Documents are all documents plus the root index that lists them.
+type Documents struct {
+	root  []byte
+	byKey map[string]*Document
+}
+
+// Root is the JSON answer to GET /openapi/v3.
+func (d *Documents) Root() []byte { return d.root }
+
+// Get returns the document served at Prefix + "/" + key.
+func (d *Documents) Get(key string) (*Document, bool) {
+	doc, ok := d.byKey[strings.Trim(key, "/")]
+	return doc, ok
+}
+
+// Keys lists the served document keys in order.
+func (d *Documents) Keys() []string {
+	keys := make([]string, 0, len(d.byKey))
+	for k := range d.byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Build generates the documents of every group version in resources. version is the server
+// version shown in each document's info.
+func Build(resources []*scheme.Resource, version string) (*Documents, error) {
+	var order []schema.GroupVersion
+	byGV := map[schema.GroupVersion][]*scheme.Resource{}
+	for _, r := range resources {
+		gv := r.GVK.GroupVersion()
+		if _, ok := byGV[gv]; !ok {
+			order = append(order, gv)
+		}
+		byGV[gv] = append(byGV[gv], r)
+	}
+
+	docs := &Documents{byKey: map[string]*Document{}}
+	index := map[string]map[string]string{}
+	for _, gv := range order {
+		key := "apis/" + gv.Group + "/" + gv.Version
+		if gv.Group == "" {
+			key = "api/" + gv.Version
+		}
+		doc, err := buildGroupVersion(gv, key, byGV[gv], version)
+		if err != nil {
+			return nil, fmt.Errorf("openapi for %s: %w", gv, err)
+		}
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("encode openapi for %s: %w", gv, err)
+		}
+		sum := sha512.Sum512(raw)
+		d := &Document{Key: key, JSON: raw, Hash: fmt.Sprintf("%X", sum)}
+		docs.byKey[key] = d
+		index[key] = map[string]string{"serverRelativeURL": Prefix + "/" + key + "?hash=" + d.Hash}
+	}
+	root, err := json.Marshal(map[string]any{"paths": index})
+	if err != nil {
+		return nil, fmt.Errorf("encode openapi root: %w", err)
+	}
+	docs.root = root
+	return docs, nil
+}
+
+func buildGroupVersion(gv schema.GroupVersion, key string, resources []*scheme.Resource, version string) (*spec3.OpenAPI, error) {
+	s := newSchemas()
+	paths := map[string]*spec3.Path{}
+	prefix := "/" + key
+
+	// Shared kinds every group's operations use; Kubernetes tags DeleteOptions with each
+	// group's version, since clients send it to any group.
+	s.setGVK(reflect.TypeFor[metav1.Status](), schema.GroupVersionKind{Version: "v1", Kind: "Status"})
+	s.setGVK(reflect.TypeFor[metav1.DeleteOptions](), gv.WithKind("DeleteOptions"))
+	s.defs[patchSchema] = spec.Schema{SchemaProps: spec.SchemaProps{
+		Type:        []string{"object"},
+		Description: "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
+	}}
+
+	for _, r := range resources {
+		objType, err := structType(r.New())
+		if err != nil {
+			return nil, err
+		}
+		listType, err := structType(r.NewList())
+		if err != nil {
+			return nil, err
+		}
+		kind := s.setGVK(objType, r.GVK)
+		list := s.setGVK(listType, gv.WithKind(r.GVK.Kind+"List"))
+		if r.HasSubresource("scale") {
+			s.setGVK(reflect.TypeFor[autoscalingv1.Scale](), autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+		}
+		if r.HasSubresource("binding") {
+			s.setGVK(reflect.TypeFor[corev1.Binding](), corev1.SchemeGroupVersion.WithKind("Binding"))
+		}
+		resourcePaths(paths, prefix, r, kind, list)
+	}
+
+	return &spec3.OpenAPI{
+		Version:    "3.0.0",
+		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: version}},
+		Paths:      &spec3.Paths{Paths: paths},
+		Components: &spec3.Components{Schemas: toPointers(s.defs)},
+	}, nil
+}
+
+func toPointers(defs map[string]spec.Schema) map[string]*spec.Schema {
+	out := make(map[string]*spec.Schema, len(defs))
+	for k := range defs {
+		v := defs[k]
+		out[k] = &v
+	}
+	return out
+}
+
+// ServeHTTP answers GET Prefix and GET Prefix/<key>, with ETags and, when the request names
+// the current hash, caching for good (the URL changes whenever the document does).
+func (d *Documents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, Prefix)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if strings.Trim(rest, "/") == "" {
+		w.Header().Set("Cache-Control", "no-cache, private")
+		_, _ = w.Write(d.root)
+		return
+	}
+	doc, ok := d.Get(rest)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("ETag", doc.ETag())
+	if r.URL.Query().Get("hash") == doc.Hash {
+		w.Header().Set("Cache-Control", "public, immutable, max-age=31536000")
+	} else {
+		w.Header().Set("Cache-Control", "no-cache, private")
+	}
+	if match := r.Header.Get("If-None-Match"); match != "" && match == doc.ETag() {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	_, _ = w.Write(doc.JSON)
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
+)
+
+// MaxBodyBytes is the largest request body accepted, as in Kubernetes.
+const MaxBodyBytes = 3 << 20
+
+// readBody reads at most MaxBodyBytes and turns YAML into JSON.
+func readBody(c *gin.Context) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(c.Request.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, apierror.New(apierror.ErrBadRequest, "reading request body: %v", err)
+	}
+	if len(data) > MaxBodyBytes {
+		return nil, apierror.New(apierror.ErrRequestTooLarge, "the request body is larger than %d bytes", MaxBodyBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, apierror.New(apierror.ErrBadRequest, "the request body is empty")
+	}
+	mt := mediaType(c.GetHeader("Content-Type"))
+	switch mt {
+	case "", "application/json", "*/*":
+		return data, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, apierror.New(apierror.ErrBadRequest, "the body of the request is not valid YAML: %v", err)
+		}
+		return j, nil
+	default:
+		return nil, apierror.New(apierror.ErrUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")
+	}
+}
+
+func mediaType(h string) string {
+	if h == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(h)
+	if err != nil {
+		return h
+	}
+	return mt
+}
+
+// fieldValidation returns the directive of the request: Strict, Warn (the default) or Ignore.
+func fieldValidation(c *gin.Context) (string, error) {
+	switch v := c.Query("fieldValidation"); v {
+	case "":
+		return metav1.FieldValidationWarn, nil
+	case metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore:
+		return v, nil
+	default:
+		return "", apierror.New(apierror.ErrBadRequest, "fieldValidation must be one of Strict, Warn or Ignore, not %q", v)
+	}
+}
+
+// decodeInto decodes JSON into obj, case-sensitively, reporting unknown and duplicate fields
+// according to the directive: an error under Strict, warnings under Warn.
+func decodeInto(c *gin.Context, data []byte, obj any, directive string) error {
+	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
+	}
+	if len(strictErrs) == 0 || directive == metav1.FieldValidationIgnore {
+		return nil
+	}
+	msgs := make([]string, len(strictErrs))
+	for i, e := range strictErrs {
+		msgs[i] = e.Error()
+	}
+	if directive == metav1.FieldValidationStrict {
+		return apierror.New(apierror.ErrBadRequest, "strict decoding error: %s", strings.Join(msgs, ", "))
+	}
+	for _, m := range msgs {
+		c.Writer.Header().Add("Warning", fmt.Sprintf("299 - %q", m))
+	}
+	return nil
+}
+
+func cleanJSONError(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON at offset %d: %v", se.Offset, se)
+	}
+	return err.Error()
+}
+
+// decodeObject decodes a request body as an object of the target's kind, checking the
+// apiVersion and kind it names.
+func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return nil, apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
+	}
+	want := res.GVK
+	if tm.Kind != "" && tm.Kind != want.Kind {
+		return nil, apierror.New(apierror.ErrBadRequest, "the kind in the body (%s) does not match the kind of the endpoint (%s)", tm.Kind, want.Kind)
+	}
+	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
+		return nil, apierror.New(apierror.ErrBadRequest, "the API version in the body (%s) does not match the API version of the endpoint (%s)", tm.APIVersion, want.GroupVersion().String())
+	}
+	obj := res.New()
+	if err := decodeInto(c, data, obj, directive); err != nil {
+		return nil, err
+	}
+	setTypeMeta(obj, res)
+	return obj, nil
+}
+
+func setTypeMeta(obj runtime.Object, res *scheme.Resource) {
+	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
+}
+
+// tableRequest reports whether the client asked for a meta.k8s.io Table, as kubectl get does.
+func tableRequest(c *gin.Context) bool {
+	for _, part := range strings.Split(c.GetHeader("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mt != "application/json" {
+			continue
+		}
+		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON answers with obj as JSON.
+func writeJSON(c *gin.Context, code int, obj any) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		writeError(c, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	c.Data(code, "application/json", data)
+}
+
+// writeError answers with the Status an error maps to.
+func writeError(c *gin.Context, err error) {
+	st := apierror.ToStatus(err)
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	c.Set(statusKey, int(st.Code))
+	data, _ := json.Marshal(st)
+	c.Data(int(st.Code), "application/json", data)
+	c.Abort()
+}
+
+const statusKey = "minik8s.status"
+
+// encodeStored encodes an object for etcd: JSON with type meta, without resourceVersion.
+func encodeStored(obj runtime.Object, res *scheme.Resource) ([]byte, error) {
+	setTypeMeta(obj, res)
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	data, err := json.Marshal(obj)
+	m.SetResourceVersion(rv)
+	return data, err
+}
+
+// decodeStored decodes a stored value and stamps the revision it was read at.
+func decodeStored(res *scheme.Resource, data []byte, rev int64) (runtime.Object, error) {
+	obj := res.New()
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, fmt.Errorf("decode stored %s: %w", res.Plural, err)
+	}
+	setTypeMeta(obj, res)
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(fmt.Sprint(rev))
+	return obj, nil
+}

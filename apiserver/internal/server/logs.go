@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
+)
+
+// KubeletClient reaches kubelets for pod logs.
+type KubeletClient struct {
+	HTTP  *http.Client
+	Token string
+}
+
+// logParams are the query parameters of pods/<name>/log passed to the kubelet.
+var logParams = []string{"follow", "tailLines", "timestamps", "previous", "sinceSeconds", "limitBytes"}
+
+// podLog proxies pods/<name>/log to the kubelet of the pod's node.
+func (s *Server) podLog(c *gin.Context, t target) {
+	ctx := c.Request.Context()
+	obj, _, err := s.read(ctx, target{res: t.res, namespace: t.namespace, name: t.name})
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	container := c.Query("container")
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			names := make([]string, len(pod.Spec.Containers))
+			for i, ct := range pod.Spec.Containers {
+				names[i] = ct.Name
+			}
+			writeError(c, apierror.New(apierror.ErrBadRequest, "a container name must be specified for pod %s, choose one of: [%s]", t.name, strings.Join(names, " ")))
+			return
+		}
+		container = pod.Spec.Containers[0].Name
+	}
+	if pod.Spec.NodeName == "" {
+		writeError(c, apierror.New(apierror.ErrBadRequest, "pod %s does not have a host assigned", t.name))
+		return
+	}
+	u, err := s.kubeletURL(ctx, pod.Spec.NodeName)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	u.Path = fmt.Sprintf("/containerLogs/%s/%s/%s", pod.Namespace, pod.Name, container)
+	q := url.Values{}
+	for _, p := range logParams {
+		if v := c.Query(p); v != "" {
+			q.Set(p, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	if s.cfg.Kubelet == nil {
+		writeError(c, apierror.New(apierror.ErrUnavailable, "no kubelet client is configured on this apiserver"))
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+s.cfg.Kubelet.Token)
+	resp, err := s.cfg.Kubelet.HTTP.Do(req)
+	if err != nil {
+		writeError(c, apierror.New(apierror.ErrUnavailable, "cannot reach the kubelet of node %s: %v", pod.Spec.NodeName, err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		kind := apierror.ErrBadRequest
+		if resp.StatusCode == http.StatusNotFound {
+			kind = apierror.ErrNotFound
+		}
+		writeError(c, apierror.New(kind, "%s", strings.TrimSpace(string(msg))))
+		return
+	}
+	c.Header("Content-Type", "text/plain")
+	c.Status(http.StatusOK)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := c.Writer.Write(buf[:n]); werr != nil {
+				return
+			}
+			c.Writer.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// kubeletURL is the HTTPS endpoint of a node's kubelet, from the node's status.
+func (s *Server) kubeletURL(ctx context.Context, node string) (*url.URL, error) {
+	nodes, _ := scheme.Lookup("nodes")
+	obj, _, err := s.read(ctx, target{res: nodes, name: node})
+	if err != nil {
+		return nil, err
+	}
+	n := obj.(*corev1.Node)
+	host := ""
+	for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
+		for _, a := range n.Status.Addresses {
+			if a.Type == want && host == "" {
+				host = a.Address
+			}
+		}
+	}
+	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if host == "" || port == 0 {
+		return nil, apierror.New(apierror.ErrUnavailable, "node %s does not report a kubelet address", node)
+	}
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port)))}, nil
+}
+
+// DefaultKubeletTimeout bounds dialing a kubelet; streams themselves are unbounded.
+const DefaultKubeletTimeout = 5 * time.Second

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
+)
+
+// target is what a resource URL names.
+type target struct {
+	res         *scheme.Resource
+	namespace   string
+	name        string
+	subresource string
+}
+
+// parseResourcePath resolves the segments after /api/v1 or /apis/<group>/<version>.
+// It returns ok=false with an empty target for the group-version root itself.
+func parseResourcePath(gv schema.GroupVersion, segs []string) (target, error) {
+	notFound := apierror.New(apierror.ErrNotFound, "the server could not find the requested resource")
+	var t target
+	if len(segs) >= 3 && segs[0] == "namespaces" {
+		if r, ok := scheme.ByGVR(gv.WithResource(segs[2])); ok && r.Namespaced {
+			t.res, t.namespace = r, segs[1]
+			segs = segs[3:]
+			if len(segs) > 0 {
+				t.name, segs = segs[0], segs[1:]
+			}
+			if len(segs) > 0 {
+				t.subresource, segs = segs[0], segs[1:]
+			}
+			if len(segs) > 0 {
+				return target{}, notFound
+			}
+			return t, t.checkSubresource()
+		}
+	}
+	if len(segs) == 0 || len(segs) > 3 {
+		return target{}, notFound
+	}
+	r, ok := scheme.ByGVR(gv.WithResource(segs[0]))
+	if !ok {
+		return target{}, notFound
+	}
+	t.res = r
+	if len(segs) > 1 {
+		t.name = segs[1]
+	}
+	if len(segs) > 2 {
+		t.subresource = segs[2]
+	}
+	if r.Namespaced && t.name != "" {
+		// A namespaced resource is only addressable by name inside a namespace.
+		return target{}, notFound
+	}
+	return t, t.checkSubresource()
+}
+
+func (t target) checkSubresource() error {
+	if t.subresource != "" && !t.res.HasSubresource(t.subresource) {
+		return apierror.New(apierror.ErrNotFound, "the server could not find the requested resource (%s %s)", t.res.Plural, t.subresource)
+	}
+	if t.subresource != "" && t.name == "" {
+		return apierror.New(apierror.ErrNotFound, "the server could not find the requested resource")
+	}
+	return nil
+}
+
+// storageKey is /registry/<plural>/<namespace>/<name>, or without namespace for cluster scope.
+func storageKey(r *scheme.Resource, namespace, name string) string {
+	var b strings.Builder
+	b.WriteString("/registry/")
+	b.WriteString(r.Plural)
+	b.WriteByte('/')
+	if r.Namespaced && namespace != "" {
+		b.WriteString(namespace)
+		b.WriteByte('/')
+	}
+	b.WriteString(name)
+	return b.String()
+}
+
+// storagePrefix is the key prefix of a collection: one namespace, or all of them.
+func storagePrefix(r *scheme.Resource, namespace string) string {
+	if r.Namespaced && namespace != "" {
+		return "/registry/" + r.Plural + "/" + namespace + "/"
+	}
+	return "/registry/" + r.Plural + "/"
+}

@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"minik8s.io/apiserver/internal/storage"
+	"minik8s.io/shared/apierror"
+)
+
+// Identity is who made a request, from the bearer token.
+type Identity struct {
+	User   string
+	UID    string
+	Groups []string
+}
+
+type identityKey struct{}
+
+// IdentityFrom returns the authenticated caller of a request's context.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+// Authenticator maps a bearer token to an identity.
+type Authenticator func(token string) (Identity, bool)
+
+// TableConverter renders objects or lists as a meta.k8s.io/v1 Table.
+type TableConverter interface {
+	Convert(obj runtime.Object, includeObject string, now time.Time) (*metav1.Table, error)
+}
+
+// Config is what a Server needs.
+type Config struct {
+	Store         storage.Interface
+	Authenticator Authenticator
+	Tables        TableConverter
+	// OpenAPI serves GET /openapi/v3 and the documents below it.
+	OpenAPI http.Handler
+	Logger        *slog.Logger
+	// Ready reports whether the server should answer /readyz with ok.
+	Ready func(ctx context.Context) error
+	// ExternalAddress is host:port clients reach the server at, for discovery.
+	ExternalAddress string
+	// Default fills defaults of an object before validation.
+	Default func(runtime.Object)
+	// DefaultUpdate fills defaults of an object replacing old; Default is used when nil.
+	DefaultUpdate func(obj, old runtime.Object)
+	// ValidateCreate and ValidateUpdate return every problem with its field path.
+	ValidateCreate func(obj runtime.Object) field.ErrorList
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// WatchBookmarkInterval spaces BOOKMARK events on watches that allow them.
+	WatchBookmarkInterval time.Duration
+	// Kubelet reaches node agents for pod logs; nil disables pods/log.
+	Kubelet *KubeletClient
+}
+
+// Server is the HTTP API. Build it with New; serve Handler().
+type Server struct {
+	cfg    Config
+	store  storage.Interface
+	log    *slog.Logger
+	engine *gin.Engine
+	ns     *namespaces
+}
+
+// New builds the server and its routes. It starts nothing.
+func New(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.WatchBookmarkInterval == 0 {
+		cfg.WatchBookmarkInterval = time.Minute
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger}
+	s.ns = newNamespaces(s)
+	e := gin.New()
+	e.HandleMethodNotAllowed = false
+	e.Use(s.recoverer, s.instrument)
+	e.GET("/healthz", s.healthz)
+	e.GET("/livez", s.healthz)
+	e.GET("/readyz", s.readyz)
+	auth := e.Group("/", s.authenticate)
+	auth.GET("/version", s.version)
+	auth.GET("/metrics", gin.WrapH(metricsHandler()))
+	auth.GET("/api", s.apiVersions)
+	auth.GET("/apis", s.apiGroups)
+	if cfg.OpenAPI != nil {
+		auth.GET("/openapi/v3", gin.WrapH(cfg.OpenAPI))
+		auth.GET("/openapi/v3/*path", gin.WrapH(cfg.OpenAPI))
+	}
+	auth.Any("/api/v1", s.legacyResources)
+	auth.Any("/api/v1/*path", s.resourceRequest)
+	auth.Any("/apis/:group", s.apiGroup)
+	auth.Any("/apis/:group/:version", s.groupResources)
+	auth.Any("/apis/:group/:version/*path", s.resourceRequest)
+	e.NoRoute(s.authenticate, func(c *gin.Context) {
+		writeError(c, apierror.New(apierror.ErrNotFound, "the server could not find the requested resource"))
+	})
+	s.engine = e
+	return s
+}
+
+// Handler is the root HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Start runs the background work of the server (namespace finalization) until ctx ends.
+func (s *Server) Start(ctx context.Context) error { return s.ns.run(ctx) }
+
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic serving request", "path", c.Request.URL.Path, "panic", r)
+			writeError(c, apierror.New(apierror.ErrInternal, "internal error"))
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) authenticate(c *gin.Context) {
+	h := c.GetHeader("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || s.cfg.Authenticator == nil {
+		writeError(c, apierror.New(apierror.ErrUnauthorized, "Unauthorized"))
+		return
+	}
+	id, ok := s.cfg.Authenticator(strings.TrimSpace(token))
+	if !ok {
+		writeError(c, apierror.New(apierror.ErrUnauthorized, "Unauthorized"))
+		return
+	}
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), identityKey{}, id))
+	c.Next()
+}
+
+func (s *Server) healthz(c *gin.Context) { c.String(http.StatusOK, "ok") }
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.store.Revision(ctx); err != nil {
+		c.String(http.StatusServiceUnavailable, "storage not ready: %v", err)
+		return
+	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(ctx); err != nil {
+			c.String(http.StatusServiceUnavailable, "not ready: %v", err)
+			return
+		}
+	}
+	c.String(http.StatusOK, "ok")
+}
+
+// resourceRequest handles every path below /api/v1/ and /apis/<group>/<version>/.
+func (s *Server) resourceRequest(c *gin.Context) {
+	gv := schema.GroupVersion{Group: c.Param("group"), Version: c.Param("version")}
+	if gv.Group == "" {
+		gv.Version = "v1"
+	}
+	path := strings.Trim(c.Param("path"), "/")
+	if path == "" {
+		s.resourceList(c, gv)
+		return
+	}
+	t, err := parseResourcePath(gv, strings.Split(path, "/"))
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	c.Set(resourceKey, t.res.Plural)
+	s.dispatch(c, t)
+}
+
+const resourceKey = "minik8s.resource"
+const verbKey = "minik8s.verb"
+
+func (s *Server) dispatch(c *gin.Context, t target) {
+	m := c.Request.Method
+	verb := ""
+	defer func() { c.Set(verbKey, verb) }()
+	switch t.subresource {
+	case "":
+	case "status":
+		switch m {
+		case http.MethodGet:
+			verb = "get"
+			s.get(c, t)
+		case http.MethodPut:
+			verb = "update"
+			s.update(c, t)
+		case http.MethodPatch:
+			verb = "patch"
+			s.patch(c, t)
+		default:
+			s.methodNotAllowed(c, m, t)
+		}
+		return
+	case "binding":
+		verb = "create"
+		if m != http.MethodPost {
+			s.methodNotAllowed(c, m, t)
+			return
+		}
+		s.bind(c, t)
+		return
+	case "scale":
+		s.scale(c, t, &verb)
+		return
+	case "log":
+		verb = "get"
+		if m != http.MethodGet {
+			s.methodNotAllowed(c, m, t)
+			return
+		}
+		s.podLog(c, t)
+		return
+	}
+	watching := c.Query("watch") == "true" || c.Query("watch") == "1"
+	switch {
+	case m == http.MethodGet && t.name == "" && watching:
+		verb = "watch"
+		s.watch(c, t)
+	case m == http.MethodGet && t.name == "":
+		verb = "list"
+		s.list(c, t)
+	case m == http.MethodGet:
+		verb = "get"
+		s.get(c, t)
+	case m == http.MethodPost && t.name == "":
+		verb = "create"
+		s.create(c, t)
+	case m == http.MethodPut && t.name != "":
+		verb = "update"
+		s.update(c, t)
+	case m == http.MethodPatch && t.name != "":
+		verb = "patch"
+		s.patch(c, t)
+	case m == http.MethodDelete && t.name != "":
+		verb = "delete"
+		s.delete(c, t)
+	case m == http.MethodDelete && t.res.DeleteCollection:
+		verb = "deletecollection"
+		s.deleteCollection(c, t)
+	default:
+		s.methodNotAllowed(c, m, t)
+	}
+}
+
+func (s *Server) methodNotAllowed(c *gin.Context, method string, t target) {
+	writeError(c, apierror.New(apierror.ErrMethodNotAllowed, "the server does not allow this method on the requested resource (%s %s)", method, t.res.Plural))
+}

@@ -1,0 +1,3 @@
+// Package storage is the apiserver's seam to its key-value store: versioned keys with
+// compare-and-swap writes and a watch from any retained revision. etcdstore implements it on etcd.
+package storage
