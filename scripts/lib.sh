@@ -1,0 +1,67 @@
+# Shared by up.sh and down.sh: paths, the component table and small helpers.
+# shellcheck shell=bash
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export MINIK8S_HOME=${MINIK8S_HOME:-$HOME/.minik8s}
+BIN_DIR=${BIN_DIR:-$ROOT/bin}
+RUN_DIR=$MINIK8S_HOME/run
+LOG_DIR=$MINIK8S_HOME/logs
+
+# Binaries built into bin/: name=Go package. Add a line when a component joins.
+BINARIES=(
+  "apiserver=minik8s.io/apiserver/cmd/apiserver"
+  "kubectl=minik8s.io/kubectl/cmd/kubectl"
+)
+
+# Long-running components `make up` starts, in start order (down stops them in reverse).
+# Each needs a function <name>_args printing its flags one per line, and may define
+# <name>_ready (return 0 when serving) for up.sh to wait on.
+COMPONENTS=(apiserver)
+
+APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
+APISERVER_PORT=${APISERVER_PORT:-6443}
+AMQP_URL=${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
+ETCD_SERVERS=${ETCD_SERVERS:-}
+ADVERTISE_ADDRESS=${ADVERTISE_ADDRESS:-}
+
+apiserver_args() {
+  printf '%s\n' --home "$MINIK8S_HOME" --bind-address "$APISERVER_BIND" \
+    --secure-port "$APISERVER_PORT" --etcd-servers "$ETCD_SERVERS" --amqp-url "$AMQP_URL"
+  if [ -n "$ADVERTISE_ADDRESS" ]; then printf '%s\n' --advertise-address "$ADVERTISE_ADDRESS"; fi
+}
+
+# /readyz with the admin token: anonymous access is off. The CA and token file appear only
+# once the apiserver has run its first-start setup, so both are read on every attempt.
+apiserver_ready() {
+  local ca=$MINIK8S_HOME/pki/ca.crt tokens=$MINIK8S_HOME/tokens.csv token
+  [ -f "$ca" ] && [ -f "$tokens" ] || return 1
+  token=$(awk -F, '$2 == "admin" { print $1; exit }' "$tokens")
+  curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" \
+    "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+}
+
+log() { printf '[minik8s] %s\n' "$*"; }
+die() { printf '[minik8s] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# pid_of NAME prints the pid from NAME's pid file when that process is alive and is NAME
+# (a stale file whose pid was reused by something else must not be killed or trusted).
+pid_of() {
+  local f=$RUN_DIR/$1.pid pid
+  [ -f "$f" ] || return 1
+  pid=$(tr -dc '0-9' <"$f")
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$1" || return 1
+  printf '%s\n' "$pid"
+}
+
+# wait_for DESC SECONDS CMD... retries CMD every second until it succeeds or time runs out.
+wait_for() {
+  local desc=$1 secs=$2 i
+  shift 2
+  for ((i = 0; i < secs; i++)); do
+    if "$@"; then return 0; fi
+    sleep 1
+  done
+  log "timed out after ${secs}s waiting for $desc"
+  return 1
+}

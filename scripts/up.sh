@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# make up: prepare this host (Debian 12, root), build the binaries, start the control plane
+# in the background and wait until it serves. Safe to run again: it skips what is done.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 && SUDO=sudo
+fi
+
+# ---- host packages ---------------------------------------------------------------------
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+ensure_packages() {
+  local missing=() p
+  for p in rabbitmq-server redis-server containernetworking-plugins iptables curl; do
+    installed "$p" || missing+=("$p")
+  done
+  if ! docker info >/dev/null 2>&1 && ! installed docker.io && ! command -v dockerd >/dev/null 2>&1; then
+    missing+=(docker.io)
+  fi
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "host packages present"
+    return
+  fi
+  [ "$(id -u)" -eq 0 ] || [ -n "$SUDO" ] || die "missing packages (${missing[*]}); run as root"
+  log "installing ${missing[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}
+
+# ---- host services ---------------------------------------------------------------------
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+ensure_docker() {
+  if docker info >/dev/null 2>&1; then log "docker running"; return; fi
+  log "starting docker"
+  $SUDO service docker start >/dev/null 2>&1 || true
+  wait_for "docker" 60 eval 'docker info >/dev/null 2>&1' || die "docker does not answer; see 'service docker status'"
+}
+
+ensure_rabbitmq() {
+  # The management plugin is enabled offline (it only edits enabled_plugins), so a first start
+  # already serves the UI, and a running broker picks it up on the same command.
+  if ! grep -qs rabbitmq_management /etc/rabbitmq/enabled_plugins; then
+    log "enabling rabbitmq_management"
+    $SUDO rabbitmq-plugins enable --quiet rabbitmq_management >/dev/null 2>&1 ||
+      $SUDO rabbitmq-plugins enable --offline --quiet rabbitmq_management >/dev/null
+  fi
+  if port_open 5672; then
+    log "rabbitmq running"
+  else
+    log "starting rabbitmq"
+    $SUDO service rabbitmq-server start >/dev/null || die "service rabbitmq-server start failed; see /var/log/rabbitmq/"
+  fi
+  wait_for "rabbitmq on :5672" 90 port_open 5672 || die "rabbitmq does not listen on 5672; see /var/log/rabbitmq/"
+  wait_for "rabbitmq management on :15672" 60 port_open 15672 || die "rabbitmq management UI does not listen on 15672"
+}
+
+redis_up() { [ "$(redis-cli -h 127.0.0.1 ping 2>/dev/null)" = PONG ]; }
+
+ensure_redis() {
+  if redis_up; then log "redis running"; return; fi
+  log "starting redis"
+  $SUDO service redis-server start >/dev/null 2>&1 || $SUDO redis-server --daemonize yes --bind 127.0.0.1 >/dev/null
+  wait_for "redis" 30 redis_up || die "redis does not answer PING"
+}
+
+# ---- binaries --------------------------------------------------------------------------
+build() {
+  mkdir -p "$BIN_DIR"
+  local b name pkg
+  for b in "${BINARIES[@]}"; do
+    name=${b%%=*} pkg=${b#*=}
+    log "building bin/$name"
+    (cd "$ROOT" && go build -o "$BIN_DIR/$name" "$pkg") || die "go build $pkg failed"
+  done
+}
+
+# ---- control plane ---------------------------------------------------------------------
+start_component() {
+  local name=$1 pid logf=$LOG_DIR/$1.log args=()
+  if pid=$(pid_of "$name"); then
+    log "$name already running (pid $pid)"
+    return
+  fi
+  mapfile -t args < <("${name}_args")
+  log "starting $name (log: $logf)"
+  # setsid + nohup: the component outlives this shell and the CI step that ran it.
+  setsid nohup "$BIN_DIR/$name" "${args[@]}" >>"$logf" 2>&1 </dev/null &
+  echo $! >"$RUN_DIR/$name.pid"
+}
+
+wait_component() {
+  local name=$1 i
+  declare -F "${name}_ready" >/dev/null || return 0
+  for ((i = 0; i < 90; i++)); do
+    if "${name}_ready"; then log "$name ready"; return 0; fi
+    if ! pid_of "$name" >/dev/null; then
+      log "$name exited; last lines of $LOG_DIR/$name.log:"
+      tail -n 40 "$LOG_DIR/$name.log" >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+  log "$name not ready after 90s; last lines of $LOG_DIR/$name.log:"
+  tail -n 40 "$LOG_DIR/$name.log" >&2 || true
+  exit 1
+}
+
+host() {
+  ensure_packages
+  ensure_docker
+  ensure_rabbitmq
+  ensure_redis
+}
+
+start() {
+  mkdir -p "$RUN_DIR" "$LOG_DIR"
+  chmod 700 "$MINIK8S_HOME"
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    start_component "$c"
+    wait_component "$c"
+  done
+  cat <<MSG
+[minik8s] cluster is up (state in $MINIK8S_HOME)
+  our kubectl:   bin/kubectl get ns
+  real kubectl:  kubectl --kubeconfig $MINIK8S_HOME/kubeconfig get ns
+  RabbitMQ UI:   http://localhost:15672 (guest/guest)
+  logs:          $LOG_DIR/
+  stop:          make down
+MSG
+}
+
+# Stages run alone help when only one part needs redoing: host, build, start; default all.
+case "${1:-all}" in
+  host) host ;;
+  build) build ;;
+  start) start ;;
+  all) host; build; start ;;
+  *) die "usage: $0 [all|host|build|start]" ;;
+esac
