@@ -74,6 +74,7 @@ type Server struct {
 	log    *slog.Logger
 	engine *gin.Engine
 	ns     *namespaces
+	alloc  *allocator
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -87,6 +88,7 @@ func New(cfg Config) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger}
 	s.ns = newNamespaces(s)
+	s.alloc = &allocator{store: cfg.Store}
 	e := gin.New()
 	e.HandleMethodNotAllowed = false
 	e.Use(s.recoverer, s.instrument)
@@ -117,8 +119,14 @@ func New(cfg Config) *Server {
 // Handler is the root HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Start runs the background work of the server (namespace finalization) until ctx ends.
-func (s *Server) Start(ctx context.Context) error { return s.ns.run(ctx) }
+// Start runs the background work of the server (service address repair, namespace
+// finalization) until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.alloc.repair(ctx, s); err != nil {
+		s.log.Warn("repairing service address allocations", "err", err)
+	}
+	return s.ns.run(ctx)
+}
 
 func (s *Server) recoverer(c *gin.Context) {
 	defer func() {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -112,6 +113,19 @@ func (s *Server) create(c *gin.Context, t target) {
 	if s.cfg.Default != nil {
 		s.cfg.Default(obj)
 	}
+	written := false
+	if svc, ok := obj.(*corev1.Service); ok && !dry {
+		undo, err := s.alloc.allocate(ctx, nil, svc)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		defer func() {
+			if !written {
+				undo()
+			}
+		}()
+	}
 	for attempt := 0; ; attempt++ {
 		if generated {
 			m.SetName(m.GetGenerateName() + randomSuffix())
@@ -143,6 +157,7 @@ func (s *Server) create(c *gin.Context, t target) {
 			writeError(c, storeErr(err))
 			return
 		}
+		written = true
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		s.afterWrite(t, obj)
 		s.respond(c, http.StatusCreated, obj)
@@ -268,6 +283,21 @@ func (s *Server) commitUpdate(ctx context.Context, t target, old runtime.Object,
 	} else if s.cfg.Default != nil {
 		s.cfg.Default(obj)
 	}
+	written := false
+	newSvc, isSvc := obj.(*corev1.Service)
+	if isSvc && !dry && t.subresource == "" {
+		undo, err := s.alloc.allocate(ctx, old.(*corev1.Service), newSvc)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer func() {
+			if written {
+				s.alloc.released(ctx, old.(*corev1.Service), newSvc)
+			} else {
+				undo()
+			}
+		}()
+	}
 	var errs field.ErrorList
 	if s.cfg.ValidateCreate != nil {
 		errs = append(errs, s.cfg.ValidateCreate(obj)...)
@@ -295,6 +325,9 @@ func (s *Server) commitUpdate(ctx context.Context, t target, old runtime.Object,
 			return nil, 0, storeErr(err)
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if isSvc {
+			s.alloc.released(ctx, old.(*corev1.Service), nil)
+		}
 		return obj, http.StatusOK, nil
 	}
 	stored, err := encodeStored(obj, t.res)
@@ -319,6 +352,7 @@ func (s *Server) commitUpdate(ctx context.Context, t target, old runtime.Object,
 	if err != nil {
 		return nil, 0, storeErr(err)
 	}
+	written = true
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
 	s.afterWrite(t, obj)
 	return obj, http.StatusOK, nil

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"minik8s.io/apiserver/internal/storage"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
+)
+
+// Service address ranges, as in a default Kubernetes cluster.
+var (
+	ServiceCIDR   = netip.MustParsePrefix("10.96.0.0/12")
+	NodePortFirst = 30000
+	NodePortLast  = 32767
+)
+
+const (
+	allocPrefix    = "/minik8s/allocations/"
+	serviceIPKeys  = allocPrefix + "serviceips/"
+	nodePortKeys   = allocPrefix + "nodeports/"
+	allocAttempts  = 64
+	reservedOffset = 1 // 10.96.0.1 belongs to the kubernetes Service
+)
+
+// allocator hands out Service cluster IPs and node ports. Each allocation is a key in the store
+// created with create-if-absent, so two apiservers never hand out the same address.
+type allocator struct {
+	store storage.Interface
+}
+
+func owner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
+
+// reserve takes key for svc; a key svc already owns (left by an interrupted earlier attempt)
+// counts as taken by it.
+func (a *allocator) reserve(ctx context.Context, key string, svc *corev1.Service) (bool, error) {
+	_, err := a.store.Create(ctx, key, []byte(owner(svc)))
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, storage.ErrKeyExists) {
+		return false, storeErr(err)
+	}
+	kv, err := a.store.Get(ctx, key)
+	if err == nil && string(kv.Value) == owner(svc) {
+		return true, nil
+	}
+	return false, nil
+}
+
+func (a *allocator) free(ctx context.Context, keys []string) {
+	for _, k := range keys {
+		_, _, _ = a.store.Delete(ctx, k, 0)
+	}
+}
+
+func ipKey(ip string) string { return serviceIPKeys + ip }
+func portKey(p int32) string { return nodePortKeys + strconv.Itoa(int(p)) }
+
+// heldKeys lists the allocation keys a service's spec occupies.
+func heldKeys(svc *corev1.Service) []string {
+	if svc == nil {
+		return nil
+	}
+	var keys []string
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		keys = append(keys, ipKey(ip))
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			keys = append(keys, portKey(p.NodePort))
+		}
+	}
+	return keys
+}
+
+func invalidService(svc *corev1.Service, path *field.Path, value any, msg string) error {
+	return apierror.Invalid("", "Service", svc.Name, field.ErrorList{field.Invalid(path, value, msg)})
+}
+
+// allocate fills in and reserves what svc needs beyond what old (nil on create) holds. undo
+// releases what this call reserved, for when the write does not happen.
+func (a *allocator) allocate(ctx context.Context, old, svc *corev1.Service) (undo func(), err error) {
+	held := map[string]bool{}
+	for _, k := range heldKeys(old) {
+		held[k] = true
+	}
+	var taken []string
+	undo = func() { a.free(context.WithoutCancel(ctx), taken) }
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
+	spec := &svc.Spec
+	if spec.Type != corev1.ServiceTypeExternalName && spec.ClusterIP != corev1.ClusterIPNone {
+		if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
+			spec.ClusterIP = spec.ClusterIPs[0]
+		}
+		switch {
+		case spec.ClusterIP == "":
+			ip, err := a.randomIP(ctx, svc)
+			if err != nil {
+				return undo, err
+			}
+			taken = append(taken, ipKey(ip))
+			spec.ClusterIP = ip
+		case !held[ipKey(spec.ClusterIP)]:
+			addr, perr := netip.ParseAddr(spec.ClusterIP)
+			path := field.NewPath("spec", "clusterIPs").Index(0)
+			if perr != nil || !ServiceCIDR.Contains(addr) {
+				return undo, invalidService(svc, path, spec.ClusterIP, "provided IP is not in the valid range. The range of valid IPs is "+ServiceCIDR.String())
+			}
+			ok, err := a.reserve(ctx, ipKey(spec.ClusterIP), svc)
+			if err != nil {
+				return undo, err
+			}
+			if !ok {
+				return undo, invalidService(svc, path, spec.ClusterIP, "provided IP is already allocated")
+			}
+			taken = append(taken, ipKey(spec.ClusterIP))
+		}
+		spec.ClusterIPs = []string{spec.ClusterIP}
+		if len(spec.IPFamilies) == 0 {
+			spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		}
+	}
+	if spec.Type != corev1.ServiceTypeNodePort && spec.Type != corev1.ServiceTypeLoadBalancer {
+		return undo, nil
+	}
+	for i := range spec.Ports {
+		p := &spec.Ports[i]
+		switch {
+		case p.NodePort == 0:
+			port, err := a.randomPort(ctx, svc)
+			if err != nil {
+				return undo, err
+			}
+			taken = append(taken, portKey(port))
+			p.NodePort = port
+		case !held[portKey(p.NodePort)]:
+			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+			if int(p.NodePort) < NodePortFirst || int(p.NodePort) > NodePortLast {
+				return undo, invalidService(svc, path, p.NodePort, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", NodePortFirst, NodePortLast))
+			}
+			ok, err := a.reserve(ctx, portKey(p.NodePort), svc)
+			if err != nil {
+				return undo, err
+			}
+			if !ok {
+				return undo, invalidService(svc, path, p.NodePort, "provided port is already allocated")
+			}
+			taken = append(taken, portKey(p.NodePort))
+		}
+	}
+	return undo, nil
+}
+
+func (a *allocator) randomIP(ctx context.Context, svc *corev1.Service) (string, error) {
+	base := ServiceCIDR.Addr().As4()
+	size := uint32(1) << (32 - ServiceCIDR.Bits())
+	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	for i := 0; i < allocAttempts; i++ {
+		// Skip the network address, the reserved first host and the broadcast address.
+		n := start + reservedOffset + 1 + rand.Uint32N(size-reservedOffset-2)
+		ip := netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
+		ok, err := a.reserve(ctx, ipKey(ip), svc)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return ip, nil
+		}
+	}
+	return "", apierror.New(apierror.ErrInternal, "failed to allocate a service IP: range %s is full", ServiceCIDR)
+}
+
+func (a *allocator) randomPort(ctx context.Context, svc *corev1.Service) (int32, error) {
+	for i := 0; i < allocAttempts; i++ {
+		p := int32(NodePortFirst + rand.IntN(NodePortLast-NodePortFirst+1))
+		ok, err := a.reserve(ctx, portKey(p), svc)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return 0, apierror.New(apierror.ErrInternal, "failed to allocate a node port: range %d-%d is full", NodePortFirst, NodePortLast)
+}
+
+// released frees what old held and svc (nil when deleted) no longer does.
+func (a *allocator) released(ctx context.Context, old, svc *corev1.Service) {
+	keep := map[string]bool{}
+	for _, k := range heldKeys(svc) {
+		keep[k] = true
+	}
+	var drop []string
+	for _, k := range heldKeys(old) {
+		if !keep[k] {
+			drop = append(drop, k)
+		}
+	}
+	a.free(context.WithoutCancel(ctx), drop)
+}
+
+// repair makes the allocation keys match the stored services: it frees keys no service holds
+// (left by a crash between reserving and writing) and reserves what services hold without a key.
+func (a *allocator) repair(ctx context.Context, s *Server) error {
+	res, _ := scheme.Lookup("services")
+	items, _, _, err := s.listObjects(ctx, target{res: res}, matchAll, 0, "", 0)
+	if err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, item := range items {
+		svc := item.(*corev1.Service)
+		for _, k := range heldKeys(svc) {
+			want[k] = owner(svc)
+		}
+	}
+	page, err := a.store.List(ctx, allocPrefix, "", 0, 0)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, kv := range page.KVs {
+		if want[kv.Key] != string(kv.Value) {
+			_, _, _ = a.store.Delete(ctx, kv.Key, kv.ModRevision)
+			continue
+		}
+		have[kv.Key] = true
+	}
+	for k, o := range want {
+		if !have[k] && strings.HasPrefix(k, allocPrefix) {
+			_, _ = a.store.Create(ctx, k, []byte(o))
+		}
+	}
+	return nil
+}

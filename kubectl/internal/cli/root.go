@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
+	"minik8s.io/shared/scheme"
+)
+
+// Version is our kubectl's version, set at build time with -ldflags -X.
+var Version = "v1.32.0-minik8s"
+
+// Streams are where a command reads and writes, so tests can capture them.
+type Streams struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+}
+
+// options are the global flags and what they resolve to.
+type options struct {
+	Streams
+	kubeconfig, context, namespace string
+	server, token                  string
+	insecure                       bool
+	verbose                        int
+
+	cl        *client.Client
+	defaultNS string
+}
+
+// errReported means the command already printed its errors (kubectl goes on after a failed
+// object and exits 1 at the end).
+var errReported = errors.New("errors were reported")
+
+// Main runs kubectl with args and returns the exit code.
+func Main(ctx context.Context, args []string, s Streams) int {
+	root := NewRoot(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	if !errors.Is(err, errReported) {
+		fmt.Fprintln(s.ErrOut, FormatError(err))
+	}
+	return 1
+}
+
+// NewRoot builds the command tree.
+func NewRoot(s Streams) *cobra.Command {
+	o := &options{Streams: s}
+	root := &cobra.Command{
+		Use:           "kubectl",
+		Short:         "kubectl controls the minik8s cluster manager",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.SetIn(s.In)
+	f := root.PersistentFlags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file to use for CLI requests.")
+	f.StringVar(&o.context, "context", "", "The name of the kubeconfig context to use")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "If present, the namespace scope for this CLI request")
+	f.StringVarP(&o.server, "server", "s", "", "The address and port of the Kubernetes API server")
+	f.StringVar(&o.token, "token", "", "Bearer token for authentication to the API server")
+	f.BoolVar(&o.insecure, "insecure-skip-tls-verify", false, "If true, the server's certificate will not be checked for validity.")
+	f.IntVarP(&o.verbose, "v", "v", 0, "number for the log level verbosity (any value above 0 logs requests)")
+	root.AddCommand(
+		newApply(o), newCreate(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
+		newLogs(o), newVersion(o), newAPIResources(o),
+	)
+	return root
+}
+
+// client connects lazily, so `kubectl version --client` and usage errors need no kubeconfig.
+func (o *options) client() (*client.Client, error) {
+	if o.cl != nil {
+		return o.cl, nil
+	}
+	cfg := &client.Config{}
+	loaded, err := client.FromKubeconfigContext(o.kubeconfig, o.context)
+	switch {
+	case err == nil:
+		cfg = loaded
+	case o.server == "" || o.kubeconfig != "" || !errors.Is(err, os.ErrNotExist):
+		// A kubeconfig the user named, or one that exists but is broken, is always an error;
+		// a missing default one is fine when --server says where to go.
+		return nil, err
+	}
+	if o.server != "" {
+		cfg.Server = o.server
+	}
+	if o.token != "" {
+		cfg.Token = o.token
+	}
+	if o.insecure {
+		cfg.Insecure = true
+	}
+	cfg.UserAgent = "kubectl-minik8s/" + Version
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.verbose > 0 {
+		cl = cl.WithLogger(slog.New(slog.NewTextHandler(o.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	}
+	o.cl, o.defaultNS = cl, cfg.Namespace
+	return cl, nil
+}
+
+// ns is the namespace of the request: -n, else the kubeconfig context's, else default.
+func (o *options) ns() string {
+	switch {
+	case o.namespace != "":
+		return o.namespace
+	case o.defaultNS != "":
+		return o.defaultNS
+	}
+	return metav1.NamespaceDefault
+}
+
+// lookup resolves what the user typed (pods, po, pod, deploy, deployment.apps, ...).
+func lookup(name string) (*scheme.Resource, error) {
+	r, err := scheme.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("the server doesn't have a resource type %q", name)
+	}
+	return r, nil
+}
+
+// FormatError words an error as kubectl does, starting with the server's own message.
+func FormatError(err error) string {
+	var ae *apierror.Error
+	if !errors.As(err, &ae) {
+		return "error: " + err.Error()
+	}
+	s := ae.Status
+	switch {
+	case s.Reason == metav1.StatusReasonInvalid && s.Details != nil:
+		head := "The request is invalid"
+		if s.Details.Kind != "" || s.Details.Name != "" {
+			head = fmt.Sprintf("The %s %q is invalid", s.Details.Kind, s.Details.Name)
+		}
+		switch len(s.Details.Causes) {
+		case 0:
+			return head
+		case 1:
+			c := s.Details.Causes[0]
+			return head + ": " + cause(c)
+		}
+		var b strings.Builder
+		b.WriteString(head + ": ")
+		for _, c := range s.Details.Causes {
+			b.WriteString("\n* " + cause(c))
+		}
+		return b.String()
+	case s.Reason == metav1.StatusReasonUnauthorized:
+		return fmt.Sprintf("error: You must be logged in to the server (%s)", s.Message)
+	case s.Reason != "":
+		return fmt.Sprintf("Error from server (%s): %s", s.Reason, s.Message)
+	}
+	return "Error from server: " + s.Message
+}
+
+func cause(c metav1.StatusCause) string {
+	if c.Field == "" {
+		return c.Message
+	}
+	return c.Field + ": " + c.Message
+}

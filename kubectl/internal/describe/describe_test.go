@@ -1,0 +1,58 @@
+package describe
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func TestDescribe(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	ev := corev1.Event{Type: "Normal", Reason: "Scheduled", Message: "Successfully assigned default/web to n1",
+		Source: corev1.EventSource{Component: "default-scheduler"}, LastTimestamp: metav1.NewTime(now.Add(-90 * time.Second))}
+	tests := []struct {
+		name   string
+		obj    string
+		events []corev1.Event
+		want   []string
+	}{
+		{name: "pod", events: []corev1.Event{ev}, obj: `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec: {nodeName: n1, containers: [{name: app, image: "nginx:1"}]}
+status: {phase: Running, hostIP: 10.0.0.1, podIP: 10.244.1.2, containerStatuses: [{name: app, ready: true, restartCount: 2, image: "nginx:1", imageID: "", state: {running: {startedAt: "2025-01-01T11:00:00Z"}}}]}
+`, want: []string{"Name:         web\n", "Node:         n1/10.0.0.1\n", "Labels:       app=web\n", "Status:       Running\n",
+			"  app:\n", "    Image:          nginx:1\n", "    Restart Count:  2\n",
+			"Events:\n  Type    Reason     Age   From               Message\n", "  Normal  Scheduled  90s   default-scheduler  Successfully assigned default/web to n1\n"}},
+		{name: "generic with no events", obj: `
+apiVersion: serverless.minik8s.io/v1
+kind: Function
+metadata: {name: f, namespace: default}
+spec: {handler: main.handle}
+`, want: []string{"Kind:         Function\n", "Spec:\n  handler: main.handle\n", "Events:  <none>\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(tt.obj), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := ObjectAt(&b, u, tt.events, now); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}
