@@ -210,6 +210,5 @@ func (s *Server) list(c *gin.Context, t target) {
 	s.respond(c, http.StatusOK, list)
 }
 
-
 // matchAll selects every object.
 var matchAll = selectors{labels: labels.Everything(), fields: fields.Everything()}

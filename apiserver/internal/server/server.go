@@ -47,7 +47,7 @@ type Config struct {
 	Tables        TableConverter
 	// OpenAPI serves GET /openapi/v3 and the documents below it.
 	OpenAPI http.Handler
-	Logger        *slog.Logger
+	Logger  *slog.Logger
 	// Ready reports whether the server should answer /readyz with ok.
 	Ready func(ctx context.Context) error
 	// ExternalAddress is host:port clients reach the server at, for discovery.

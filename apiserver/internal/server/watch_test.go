@@ -129,7 +129,7 @@ func TestWatchBookmarksAndTables(t *testing.T) {
 	h.mustDo(http.StatusCreated, "POST", base, "", podManifest("tbl", nil), nil)
 	dec := json.NewDecoder(resp.Body)
 	var ev struct {
-		Type   string        `json:"type"`
+		Type   string       `json:"type"`
 		Object metav1.Table `json:"object"`
 	}
 	if err := dec.Decode(&ev); err != nil {

@@ -364,4 +364,3 @@ func (s *Server) raceErr(t target, conditional bool) error {
 	}
 	return errRetry
 }
-
