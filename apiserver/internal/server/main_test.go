@@ -74,12 +74,12 @@ const testToken = "test-token"
 
 // harness is a running API server over the shared etcd.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	srv *Server
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	srv := New(Config{
 		Store: testStore,

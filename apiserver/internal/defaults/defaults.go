@@ -1,0 +1,295 @@
+package defaults
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+)
+
+// Apply sets the defaults of obj in place. Kinds without defaults (ConfigMap, Event, Lease,
+// Ingress, Workflow) and kinds it does not know are left alone. Apply is idempotent: applying
+// it to its own output changes nothing.
+func Apply(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		pod(o)
+	case *corev1.Service:
+		service(o)
+	case *corev1.Endpoints:
+		endpoints(o)
+	case *corev1.Namespace:
+		namespace(o)
+	case *corev1.Node:
+		node(o)
+	case *corev1.Secret:
+		if o.Type == "" {
+			o.Type = corev1.SecretTypeOpaque
+		}
+	case *corev1.PersistentVolume:
+		persistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		persistentVolumeClaim(o)
+	case *appsv1.Deployment:
+		deployment(o)
+	case *appsv1.ReplicaSet:
+		replicaSet(o)
+	case *batchv1.Job:
+		job(o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		hpa(o)
+	case *serverlessv1.Function:
+		function(o)
+	}
+}
+
+// ApplyUpdate defaults newObj for an update of oldObj. Besides Apply it carries over what the
+// server allocated and a client replacing the object usually leaves out (a Service's cluster IPs
+// and node ports, a Job's generated selector), as Kubernetes' registry does, so that a plain PUT
+// of a hand-written manifest is not rejected for "changing" fields it never mentioned.
+func ApplyUpdate(newObj, oldObj runtime.Object) {
+	switch n := newObj.(type) {
+	case *corev1.Service:
+		if o, ok := oldObj.(*corev1.Service); ok {
+			keepServiceAllocations(n, o)
+		}
+	case *batchv1.Job:
+		if o, ok := oldObj.(*batchv1.Job); ok {
+			keepJobSelector(n, o)
+		}
+	}
+	Apply(newObj)
+}
+
+func pod(p *corev1.Pod) {
+	if p.Spec.EnableServiceLinks == nil {
+		p.Spec.EnableServiceLinks = ptr(true)
+	}
+	if p.Spec.Priority == nil {
+		p.Spec.Priority = ptr(int32(0))
+	}
+	// Kubernetes treats limits without requests as guaranteed: requests default to limits.
+	for i := range p.Spec.Containers {
+		requestsFromLimits(&p.Spec.Containers[i].Resources)
+	}
+	for i := range p.Spec.InitContainers {
+		requestsFromLimits(&p.Spec.InitContainers[i].Resources)
+	}
+	podSpec(&p.Spec, true)
+}
+
+func requestsFromLimits(r *corev1.ResourceRequirements) {
+	for name, limit := range r.Limits {
+		if _, ok := r.Requests[name]; ok {
+			continue
+		}
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[name] = limit.DeepCopy()
+	}
+}
+
+// podSpec defaults a pod's or a template's spec. restartPolicy is left empty when
+// defaultRestart is false: a Job's template must say OnFailure or Never itself.
+func podSpec(s *corev1.PodSpec, defaultRestart bool) {
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if s.RestartPolicy == "" && defaultRestart {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptr(int64(corev1.DefaultTerminationGracePeriodSeconds))
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if s.HostNetwork {
+		// A pod on the host network uses the host's ports, so each hostPort equals its port.
+		for i := range s.Containers {
+			for j := range s.Containers[i].Ports {
+				p := &s.Containers[i].Ports[j]
+				if p.HostPort == 0 {
+					p.HostPort = p.ContainerPort
+				}
+			}
+		}
+	}
+	for i := range s.InitContainers {
+		container(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		container(&s.Containers[i])
+	}
+	for i := range s.Volumes {
+		volume(&s.Volumes[i])
+	}
+}
+
+func container(c *corev1.Container) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = pullPolicy(c.Image)
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	for i := range c.Env {
+		if vf := c.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+			vf.FieldRef.APIVersion = "v1"
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		probe(p)
+	}
+}
+
+// pullPolicy follows Kubernetes: an image that names no tag, or the moving "latest" tag, is
+// pulled every time; a pinned tag or digest only when missing.
+func pullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:] // a registry's ":port" is not a tag
+	}
+	i := strings.LastIndex(name, ":")
+	if i < 0 || name[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func probe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if h := p.HTTPGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = corev1.URISchemeHTTP
+		}
+	}
+}
+
+func volume(v *corev1.Volume) {
+	vs := &v.VolumeSource
+	if *vs == (corev1.VolumeSource{}) {
+		// A volume that names no source is scratch space, as in Kubernetes.
+		vs.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	if vs.Secret != nil && vs.Secret.DefaultMode == nil {
+		vs.Secret.DefaultMode = ptr(corev1.SecretVolumeSourceDefaultMode)
+	}
+	if vs.ConfigMap != nil && vs.ConfigMap.DefaultMode == nil {
+		vs.ConfigMap.DefaultMode = ptr(corev1.ConfigMapVolumeSourceDefaultMode)
+	}
+	if vs.HostPath != nil && vs.HostPath.Type == nil {
+		vs.HostPath.Type = ptr(corev1.HostPathUnset)
+	}
+}
+
+func persistentVolume(pv *corev1.PersistentVolume) {
+	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
+		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	}
+	if pv.Spec.VolumeMode == nil {
+		pv.Spec.VolumeMode = ptr(corev1.PersistentVolumeFilesystem)
+	}
+	if pv.Status.Phase == "" {
+		pv.Status.Phase = corev1.VolumePending
+	}
+	if hp := pv.Spec.HostPath; hp != nil && hp.Type == nil {
+		hp.Type = ptr(corev1.HostPathUnset)
+	}
+}
+
+func persistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+	if pvc.Spec.VolumeMode == nil {
+		pvc.Spec.VolumeMode = ptr(corev1.PersistentVolumeFilesystem)
+	}
+	if pvc.Status.Phase == "" {
+		pvc.Status.Phase = corev1.ClaimPending
+	}
+}
+
+func node(n *corev1.Node) {
+	// Until the kubelet reports allocatable, everything it has is allocatable.
+	if n.Status.Allocatable == nil && n.Status.Capacity != nil {
+		n.Status.Allocatable = make(corev1.ResourceList, len(n.Status.Capacity))
+		for k, v := range n.Status.Capacity {
+			n.Status.Allocatable[k] = v.DeepCopy()
+		}
+	}
+}
+
+func namespace(ns *corev1.Namespace) {
+	if ns.Status.Phase == "" {
+		ns.Status.Phase = corev1.NamespaceActive
+	}
+	if len(ns.Spec.Finalizers) == 0 {
+		ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+	}
+	// Kubernetes labels every namespace with its own name so selectors can pick namespaces.
+	if ns.Name != "" {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[corev1.LabelMetadataName] = ns.Name
+	}
+}
+
+func function(f *serverlessv1.Function) {
+	if f.Spec.Runtime == "" {
+		f.Spec.Runtime = serverlessv1Runtime
+	}
+	s := &f.Spec.Scale
+	if s.MinReplicas == nil {
+		s.MinReplicas = ptr(int32(0))
+	}
+	if s.MaxReplicas == nil {
+		s.MaxReplicas = ptr(int32(10))
+	}
+	if s.TargetRequestsPerSecond == nil {
+		s.TargetRequestsPerSecond = ptr(int32(10))
+	}
+	if s.IdleSeconds == nil {
+		s.IdleSeconds = ptr(int32(60))
+	}
+}
+
+// serverlessv1Runtime is the only Function runtime that exists today.
+const serverlessv1Runtime = "python3"
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,263 @@
+package validation
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+)
+
+var (
+	runtimes   = []string{"python3"}
+	stateTypes = []serverlessv1.StateType{serverlessv1.StateTask, serverlessv1.StateChoice, serverlessv1.StatePass, serverlessv1.StateSucceed, serverlessv1.StateFail}
+)
+
+// maxFunctionSource bounds a Function's code, which is stored inline in etcd.
+const maxFunctionSource = 1 << 20
+
+func validateFunction(f *serverlessv1.Function) field.ErrorList {
+	sp := field.NewPath("spec")
+	spec := &f.Spec
+	var allErrs field.ErrorList
+	if spec.Runtime != "" && !contains(runtimes, spec.Runtime) {
+		allErrs = append(allErrs, field.NotSupported(sp.Child("runtime"), spec.Runtime, runtimes))
+	}
+	srcPath := sp.Child("source")
+	if len(spec.Source) == 0 {
+		allErrs = append(allErrs, field.Required(srcPath, "must contain the handler's module"))
+	}
+	size := len(spec.Requirements)
+	for _, name := range sortedKeys(spec.Source) {
+		size += len(name) + len(spec.Source[name])
+		if msg := sourceFileName(name); msg != "" {
+			allErrs = append(allErrs, field.Invalid(srcPath.Key(name), name, msg))
+		}
+	}
+	if size > maxFunctionSource {
+		allErrs = append(allErrs, field.TooLong(srcPath, "", maxFunctionSource))
+	}
+	hp := sp.Child("handler")
+	module, _, ok := splitHandler(spec.Handler)
+	switch {
+	case spec.Handler == "":
+		allErrs = append(allErrs, field.Required(hp, `must be "module.function", e.g. "main.handle"`))
+	case !ok:
+		allErrs = append(allErrs, field.Invalid(hp, spec.Handler, `must be "module.function" where both are Python identifiers, e.g. "main.handle"`))
+	case len(spec.Source) > 0:
+		file := strings.ReplaceAll(module, ".", "/") + ".py"
+		pkg := strings.ReplaceAll(module, ".", "/") + "/__init__.py"
+		_, hasFile := spec.Source[file]
+		_, hasPkg := spec.Source[pkg]
+		if !hasFile && !hasPkg {
+			allErrs = append(allErrs, field.Invalid(hp, spec.Handler, fmt.Sprintf("module %q has no file %q in spec.source", module, file)))
+		}
+	}
+	allErrs = append(allErrs, validateFunctionScale(&spec.Scale, sp.Child("scale"))...)
+	return allErrs
+}
+
+// splitHandler splits "pkg.module.func" into the module path and the function name.
+func splitHandler(h string) (module, fn string, ok bool) {
+	i := strings.LastIndex(h, ".")
+	if i <= 0 {
+		return "", "", false
+	}
+	module, fn = h[:i], h[i+1:]
+	for _, part := range strings.Split(module, ".") {
+		if !pythonIdentifier(part) {
+			return "", "", false
+		}
+	}
+	return module, fn, pythonIdentifier(fn)
+}
+
+func pythonIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// sourceFileName explains what is wrong with a source file name, or returns "".
+// Names become paths inside the function image, so they must stay inside its directory.
+func sourceFileName(name string) string {
+	switch {
+	case name == "":
+		return "file name must not be empty"
+	case strings.HasPrefix(name, "/"):
+		return "must be a relative path"
+	case path.Clean(name) != name || name == "." || strings.HasPrefix(name, "../") || name == "..":
+		return "must be a clean relative path without '..'"
+	case strings.ContainsAny(name, "\\\x00"):
+		return "must not contain backslashes or NUL"
+	}
+	return ""
+}
+
+func validateFunctionScale(s *serverlessv1.FunctionScale, fldPath *field.Path) field.ErrorList {
+	allErrs := nonNegative(fldPath.Child("minReplicas"), s.MinReplicas)
+	allErrs = append(allErrs, positive(fldPath.Child("maxReplicas"), s.MaxReplicas)...)
+	if s.MinReplicas != nil && s.MaxReplicas != nil && *s.MaxReplicas < *s.MinReplicas {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxReplicas"), *s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
+	}
+	allErrs = append(allErrs, positive(fldPath.Child("targetRequestsPerSecond"), s.TargetRequestsPerSecond)...)
+	allErrs = append(allErrs, nonNegative(fldPath.Child("idleSeconds"), s.IdleSeconds)...)
+	return allErrs
+}
+
+func validateWorkflow(w *serverlessv1.Workflow) field.ErrorList {
+	sp := field.NewPath("spec")
+	spec := &w.Spec
+	var allErrs field.ErrorList
+	statesPath := sp.Child("states")
+	if len(spec.States) == 0 {
+		allErrs = append(allErrs, field.Required(statesPath, "must have at least one state"))
+	}
+	startPath := sp.Child("startAt")
+	if spec.StartAt == "" {
+		allErrs = append(allErrs, field.Required(startPath, ""))
+	} else if _, ok := spec.States[spec.StartAt]; !ok && len(spec.States) > 0 {
+		allErrs = append(allErrs, field.NotFound(startPath, spec.StartAt))
+	}
+	// target checks that a transition names an existing state.
+	target := func(p *field.Path, name string) {
+		if _, ok := spec.States[name]; !ok {
+			allErrs = append(allErrs, field.NotFound(p, name))
+		}
+	}
+	for _, name := range sortedKeys(spec.States) {
+		st := spec.States[name]
+		p := statesPath.Key(name)
+		if name == "" {
+			allErrs = append(allErrs, field.Invalid(p, name, "state name must not be empty"))
+		}
+		if st.Type == "" {
+			allErrs = append(allErrs, field.Required(p.Child("type"), ""))
+			continue
+		}
+		if !contains(stateTypes, st.Type) {
+			allErrs = append(allErrs, field.NotSupported(p.Child("type"), st.Type, stateTypes))
+			continue
+		}
+		allErrs = append(allErrs, forbiddenForType(st, p)...)
+		switch st.Type {
+		case serverlessv1.StateTask, serverlessv1.StatePass:
+			if st.Type == serverlessv1.StateTask {
+				if st.Function == "" {
+					allErrs = append(allErrs, field.Required(p.Child("function"), "a Task names the Function it runs"))
+				} else {
+					allErrs = append(allErrs, nameErrs(p.Child("function"), st.Function, validation.IsDNS1123Label)...)
+				}
+			}
+			switch {
+			case st.Next != "" && st.End:
+				allErrs = append(allErrs, field.Invalid(p.Child("end"), st.End, "may not be true when `next` is set"))
+			case st.Next != "":
+				target(p.Child("next"), st.Next)
+			case !st.End:
+				allErrs = append(allErrs, field.Required(p.Child("next"), "either `next` or `end: true` is required"))
+			}
+		case serverlessv1.StateChoice:
+			if len(st.Choices) == 0 {
+				allErrs = append(allErrs, field.Required(p.Child("choices"), "a Choice needs at least one rule"))
+			}
+			for i, rule := range st.Choices {
+				allErrs = append(allErrs, validateChoiceRule(rule, p.Child("choices").Index(i))...)
+				if rule.Next != "" {
+					target(p.Child("choices").Index(i).Child("next"), rule.Next)
+				}
+			}
+			if st.Default != "" {
+				target(p.Child("default"), st.Default)
+			}
+		}
+	}
+	if len(allErrs) == 0 && !terminalReachable(spec) {
+		allErrs = append(allErrs, field.Invalid(statesPath, spec.StartAt, "no terminal state (Succeed, Fail, or end: true) is reachable from startAt"))
+	}
+	return allErrs
+}
+
+// forbiddenForType rejects fields that the state's type does not use, so a typo such as a
+// Task with "default" is reported instead of silently ignored.
+func forbiddenForType(st serverlessv1.State, p *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	forbid := func(set bool, name string) {
+		if set {
+			allErrs = append(allErrs, field.Forbidden(p.Child(name), fmt.Sprintf("may not be set for a %s state", st.Type)))
+		}
+	}
+	task, choice, pass, fail := st.Type == serverlessv1.StateTask, st.Type == serverlessv1.StateChoice, st.Type == serverlessv1.StatePass, st.Type == serverlessv1.StateFail
+	forbid(!task && st.Function != "", "function")
+	forbid(!(task || pass) && st.Next != "", "next")
+	forbid(!(task || pass) && st.End, "end")
+	forbid(!choice && len(st.Choices) > 0, "choices")
+	forbid(!choice && st.Default != "", "default")
+	forbid(!pass && st.Result != nil, "result")
+	forbid(!fail && st.Error != "", "error")
+	forbid(!fail && st.Cause != "", "cause")
+	return allErrs
+}
+
+func validateChoiceRule(r serverlessv1.ChoiceRule, p *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if r.Variable == "" {
+		allErrs = append(allErrs, field.Required(p.Child("variable"), ""))
+	} else if !strings.HasPrefix(r.Variable, "$") {
+		allErrs = append(allErrs, field.Invalid(p.Child("variable"), r.Variable, `must be a JSON path starting with "$", e.g. "$.n"`))
+	}
+	n := 0
+	for _, set := range []bool{r.NumericEquals != nil, r.NumericLessThan != nil, r.NumericGreaterThan != nil, r.StringEquals != nil, r.BooleanEquals != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		allErrs = append(allErrs, field.Invalid(p, n, "exactly one comparison (numericEquals, numericLessThan, numericGreaterThan, stringEquals, booleanEquals) must be set"))
+	}
+	if r.Next == "" {
+		allErrs = append(allErrs, field.Required(p.Child("next"), ""))
+	}
+	return allErrs
+}
+
+// terminalReachable walks the transitions from startAt; a workflow with no reachable way to
+// finish would run until it is cancelled.
+func terminalReachable(spec *serverlessv1.WorkflowSpec) bool {
+	seen := sets.New[string]()
+	queue := []string{spec.StartAt}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		st, ok := spec.States[name]
+		if !ok || seen.Has(name) {
+			continue
+		}
+		seen.Insert(name)
+		switch {
+		case st.Type == serverlessv1.StateSucceed || st.Type == serverlessv1.StateFail || st.End:
+			return true
+		case st.Type == serverlessv1.StateChoice:
+			for _, r := range st.Choices {
+				queue = append(queue, r.Next)
+			}
+			if st.Default != "" {
+				queue = append(queue, st.Default)
+			}
+		default:
+			queue = append(queue, st.Next)
+		}
+	}
+	return false
+}
