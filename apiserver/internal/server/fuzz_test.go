@@ -64,4 +64,3 @@ func truncate(s string) string {
 	}
 	return strings.ToValidUTF8(s, "?")
 }
-
