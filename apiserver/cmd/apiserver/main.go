@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"minik8s.io/apiserver/internal/app"
+	"minik8s.io/shared/logging"
 )
 
 func defaultHome() string {
@@ -30,7 +30,8 @@ func defaultHome() string {
 
 func main() {
 	var cfg app.Config
-	var etcdServers, logLevel string
+	var etcdServers string
+	var logOpts logging.Options
 	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
 	fs.StringVar(&cfg.Home, "home", defaultHome(), "state directory (certificates, tokens, kubeconfigs, embedded etcd data); $MINIK8S_HOME")
 	fs.StringVar(&cfg.BindAddress, "bind-address", "127.0.0.1", "address to serve HTTPS on")
@@ -42,17 +43,16 @@ func main() {
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL the outbox publishes to")
 	fs.DurationVar(&cfg.CompactInterval, "compact-interval", 5*time.Minute, "how often etcd history older than one interval is compacted (0 disables)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take at shutdown")
-	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if etcdServers != "" {
 		cfg.EtcdServers = strings.Split(etcdServers, ",")
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		fmt.Fprintf(os.Stderr, "apiserver: --log-level: %v\n", err)
+	if err := logOpts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "apiserver: %v\n", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "apiserver")
+	log := logOpts.Logger("apiserver", os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := app.Run(ctx, cfg, log); err != nil {

@@ -15,7 +15,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"golang.org/x/sync/errgroup"
 
 	"minik8s.io/apiserver/internal/bootstrap"
 	"minik8s.io/apiserver/internal/defaults"
@@ -23,6 +22,7 @@ import (
 	"minik8s.io/apiserver/internal/storage/etcdstore"
 	"minik8s.io/apiserver/internal/tables"
 	"minik8s.io/apiserver/internal/validation"
+	"minik8s.io/shared/run"
 )
 
 // Config is the apiserver's configuration, from flags.
@@ -162,19 +162,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return srv.Start(gctx) })
-	g.Go(func() error { return runCompactor(gctx, store, cfg.CompactInterval, ob.Revision, log) })
-	g.Go(func() error { return ob.Start(gctx) })
-	g.Go(func() error {
+	// Stopped in reverse order: HTTP first, then the background loops; etcd closes last.
+	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout + 5*time.Second, Logger: log}
+	g.Add("outbox", ob)
+	g.Add("compactor", run.Func(func(ctx context.Context) error {
+		return runCompactor(ctx, store, cfg.CompactInterval, ob.Revision, log)
+	}))
+	g.Add("namespaces", srv)
+	g.Add("https", run.Func(func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- httpSrv.ServeTLS(ln, "", "") }()
 		log.Info("serving", "address", httpSrv.Addr, "kubeconfig", paths.AdminKubeconfig)
-		if err := httpSrv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		select {
+		case err := <-errc:
 			return fmt.Errorf("serve: %w", err)
+		case <-ctx.Done():
 		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
 		// Watches never end by themselves: close what is left after the grace period.
@@ -182,8 +185,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			_ = httpSrv.Close()
 		}
 		return nil
-	})
-	err = g.Wait()
+	}))
+	err = g.Run(ctx)
 	log.Info("stopped")
 	return err
 }

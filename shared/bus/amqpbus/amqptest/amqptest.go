@@ -1,0 +1,196 @@
+package amqptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"minik8s.io/shared/bus/amqpbus"
+)
+
+// URL is the broker for integration tests: $MINIK8S_AMQP_URL or
+// amqpbus.DefaultURL.
+func URL() string {
+	if u := os.Getenv("MINIK8S_AMQP_URL"); u != "" {
+		return u
+	}
+	return amqpbus.DefaultURL
+}
+
+// ManagementURL is the management API base: $MINIK8S_AMQP_MANAGEMENT_URL or
+// http://guest:guest@127.0.0.1:15672.
+func ManagementURL() string {
+	if u := os.Getenv("MINIK8S_AMQP_MANAGEMENT_URL"); u != "" {
+		return strings.TrimSuffix(u, "/")
+	}
+	return "http://guest:guest@127.0.0.1:15672"
+}
+
+// Require returns the broker URL, skipping under -short and failing the test
+// with a clear message when the broker cannot be reached.
+func Require(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test needs RabbitMQ; skipped under -short")
+	}
+	u := URL()
+	conn, err := amqp.DialConfig(u, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		t.Fatalf("RabbitMQ unreachable at %s (set MINIK8S_AMQP_URL, or run with -short to skip): %v", u, err)
+	}
+	_ = conn.Close()
+	return u
+}
+
+// Unique returns a name for test-private exchanges and connection names.
+func Unique(prefix string) string {
+	return fmt.Sprintf("%s.%d.%08x", prefix, time.Now().UnixNano()%1e6, rand.Uint32())
+}
+
+func api(ctx context.Context, method, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, ManagementURL()+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if u, err := url.Parse(ManagementURL()); err == nil && u.User != nil {
+		p, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), p)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotFound {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
+	}
+	return body, nil
+}
+
+// CloseConnections forcibly closes every broker connection whose
+// client-provided name starts with prefix, as a broker restart would. Only
+// those: other tests share the broker. Management statistics lag behind new
+// connections, so it polls until at least one matches and fails the test if
+// none ever does.
+func CloseConnections(t *testing.T, prefix string) int {
+	t.Helper()
+	n, err := CloseConnectionsContext(t.Context(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("closed %d broker connections named %s*", n, prefix)
+	return n
+}
+
+// CloseConnectionsContext is CloseConnections for use off the test goroutine:
+// it returns an error instead of failing the test.
+func CloseConnectionsContext(ctx context.Context, prefix string) (int, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		names, err := connections(ctx, prefix)
+		if err != nil {
+			return 0, err
+		}
+		for _, name := range names {
+			if _, err := api(ctx, http.MethodDelete, "/api/connections/"+url.PathEscape(name)); err != nil {
+				return 0, fmt.Errorf("close connection %s: %w", name, err)
+			}
+		}
+		if len(names) > 0 {
+			return len(names), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no broker connection named %s* appeared in the management API", prefix)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// WaitForConnection waits until the management API lists a connection whose
+// name starts with prefix, so that a later CloseConnections acts at once.
+func WaitForConnection(t *testing.T, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		names, err := connections(t.Context(), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no broker connection named %s* appeared in the management API", prefix)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// connections returns the server-side names of connections whose
+// client-provided name starts with prefix.
+func connections(ctx context.Context, prefix string) ([]string, error) {
+	body, err := api(ctx, http.MethodGet, "/api/connections?columns=name,client_properties")
+	if err != nil {
+		return nil, fmt.Errorf("list connections via management API (is the management plugin on?): %w", err)
+	}
+	var conns []struct {
+		Name             string `json:"name"`
+		ClientProperties struct {
+			ConnectionName string `json:"connection_name"`
+		} `json:"client_properties"`
+	}
+	if err := json.Unmarshal(body, &conns); err != nil {
+		return nil, fmt.Errorf("decode connections: %w", err)
+	}
+	var names []string
+	for _, c := range conns {
+		if strings.HasPrefix(c.ClientProperties.ConnectionName, prefix) {
+			names = append(names, c.Name)
+		}
+	}
+	return names, nil
+}
+
+// DeleteExchange removes exchange and every queue bound to it; tests register
+// it with t.Cleanup so private topologies do not pile up in the broker.
+func DeleteExchange(t testing.TB, exchange string) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	path := "/api/exchanges/%2F/" + url.PathEscape(exchange)
+	body, err := api(ctx, http.MethodGet, path+"/bindings/source")
+	if err != nil {
+		t.Errorf("list bindings of %s: %v", exchange, err)
+		return
+	}
+	var bindings []struct {
+		Destination     string `json:"destination"`
+		DestinationType string `json:"destination_type"`
+	}
+	_ = json.Unmarshal(body, &bindings)
+	seen := map[string]bool{}
+	for _, b := range bindings {
+		if b.DestinationType != "queue" || seen[b.Destination] {
+			continue
+		}
+		seen[b.Destination] = true
+		if _, err := api(ctx, http.MethodDelete, "/api/queues/%2F/"+url.PathEscape(b.Destination)); err != nil {
+			t.Errorf("delete queue %s: %v", b.Destination, err)
+		}
+	}
+	if _, err := api(ctx, http.MethodDelete, path); err != nil {
+		t.Errorf("delete exchange %s: %v", exchange, err)
+	}
+}

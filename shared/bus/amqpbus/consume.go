@@ -1,0 +1,160 @@
+package amqpbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"minik8s.io/shared/bus"
+)
+
+// maxTracked bounds the per-message attempt counters kept for failing
+// messages; past it they restart from zero, which only resets some backoffs.
+const maxTracked = 10000
+
+// Consume implements bus.Consumer.
+func (b *Bus) Consume(ctx context.Context, sub bus.Subscription) error {
+	if err := sub.Validate(); err != nil {
+		return err
+	}
+	log := b.log.With("queue", sub.Queue)
+	attempts := map[string]int{}
+	for failures := 0; ; {
+		healthy, err := b.session(ctx, sub, attempts)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if healthy {
+			failures = 0
+		}
+		delay := b.cfg.Reconnect.Delay(failures)
+		failures++
+		log.Warn("bus consumer disconnected, reconnecting", "err", err, "retryIn", delay)
+		if bus.Sleep(ctx, delay) != nil {
+			return nil
+		}
+	}
+}
+
+// session runs one connection: declare and bind, OnConnect, then consume on
+// successive channels until the connection fails. healthy reports whether it
+// got as far as consuming, which resets the reconnect backoff.
+func (b *Bus) session(ctx context.Context, sub bus.Subscription, attempts map[string]int) (healthy bool, err error) {
+	conn, err := b.dial(b.cfg.Name + ".consumer." + sub.Queue)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return false, fmt.Errorf("open channel: %w", err)
+	}
+	if err := b.declareExchange(ch); err != nil {
+		return false, err
+	}
+	if _, err := ch.QueueDeclare(sub.Queue, true, false, false, false, nil); err != nil {
+		return false, fmt.Errorf("declare queue %s: %w", sub.Queue, err)
+	}
+	for _, p := range sub.Bindings {
+		if err := ch.QueueBind(sub.Queue, p, b.cfg.Exchange, false, nil); err != nil {
+			return false, fmt.Errorf("bind queue %s to %s: %w", sub.Queue, p, err)
+		}
+	}
+	// Bound before the hook runs: whatever changes after the relist starts is
+	// already queued for us.
+	if sub.OnConnect != nil {
+		if err := sub.OnConnect(ctx); err != nil {
+			return false, fmt.Errorf("on-connect hook: %w", err)
+		}
+	}
+	b.log.Info("bus consumer connected", "queue", sub.Queue, "bindings", sub.Bindings)
+	for {
+		if ch == nil {
+			if ch, err = conn.Channel(); err != nil {
+				return true, fmt.Errorf("open channel: %w", err)
+			}
+		}
+		err = b.consumeChannel(ctx, ch, sub, attempts)
+		// Closing the channel requeues every unacknowledged delivery in its
+		// original position, so the failed message is again at the head.
+		_ = ch.Close()
+		ch = nil
+		if !errors.Is(err, errRecycle) || ctx.Err() != nil {
+			return true, err
+		}
+	}
+}
+
+func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subscription, attempts map[string]int) error {
+	if err := ch.Qos(sub.Prefetch, 0, false); err != nil {
+		return fmt.Errorf("set prefetch: %w", err)
+	}
+	deliveries, err := ch.Consume(sub.Queue, "", false, false, false, false, nil)
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", sub.Queue, err)
+	}
+	for {
+		var d amqp.Delivery
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case d, ok = <-deliveries:
+			if !ok {
+				return errors.New("delivery channel closed")
+			}
+		}
+		id := messageKey(d)
+		if len(attempts) > maxTracked {
+			clear(attempts)
+		}
+		attempts[id]++
+		n := attempts[id]
+		err := sub.Handler(ctx, bus.Delivery{
+			Message: bus.Message{
+				RoutingKey: d.RoutingKey,
+				ID:         d.MessageId,
+				Body:       d.Body,
+				Headers:    fromTable(d.Headers),
+			},
+			Redelivered: d.Redelivered,
+			Attempt:     n,
+		})
+		if err == nil {
+			delete(attempts, id)
+			// A failed ack means the channel is gone; the next receive sees
+			// that, and the broker redelivers (at-least-once).
+			_ = d.Ack(false)
+			continue
+		}
+		if sub.MaxAttempts > 0 && n >= sub.MaxAttempts {
+			b.log.Error("bus dropping message after repeated handler errors", "queue", sub.Queue,
+				"key", d.RoutingKey, "id", d.MessageId, "attempts", n, "err", err)
+			delete(attempts, id)
+			_ = d.Ack(false)
+			continue
+		}
+		b.log.Debug("bus handler failed, will redeliver", "queue", sub.Queue, "key", d.RoutingKey, "attempt", n, "err", err)
+		// Hold the head of the queue for the backoff, then give everything in
+		// flight back: a nack alone would let the prefetched messages behind
+		// this one overtake it.
+		if err := bus.Sleep(ctx, sub.Retry.Delay(n-1)); err != nil {
+			return err
+		}
+		return errRecycle
+	}
+}
+
+// messageKey identifies a delivery across redeliveries for attempt counting.
+func messageKey(d amqp.Delivery) string {
+	if d.MessageId != "" {
+		return d.MessageId
+	}
+	h := fnv.New64a()
+	h.Write([]byte(d.RoutingKey))
+	h.Write(d.Body)
+	return fmt.Sprintf("%s#%x", d.RoutingKey, h.Sum64())
+}
