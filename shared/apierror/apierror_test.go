@@ -1,0 +1,52 @@
+package apierror
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// A Status made on the server side maps back to the same sentinel on the client side.
+func TestStatusRoundTrip(t *testing.T) {
+	cases := []struct {
+		err  error
+		kind error
+		code int32
+	}{
+		{NotFound("", "pods", "x"), ErrNotFound, http.StatusNotFound},
+		{AlreadyExists("apps", "deployments", "d"), ErrAlreadyExists, http.StatusConflict},
+		{Conflict("", "pods", "x", "stale"), ErrConflict, http.StatusConflict},
+		{Invalid("", "Pod", "x", field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}), ErrInvalid, http.StatusUnprocessableEntity},
+		{New(ErrGone, "too old"), ErrGone, http.StatusGone},
+		{fmt.Errorf("wrapped: %w", New(ErrRequestTooLarge, "big")), ErrRequestTooLarge, http.StatusRequestEntityTooLarge},
+		{errors.New("boom"), ErrInternal, http.StatusInternalServerError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			st := ToStatus(tc.err)
+			if st.Code != tc.code {
+				t.Fatalf("code %d, want %d", st.Code, tc.code)
+			}
+			back := FromStatus(st)
+			if !errors.Is(back, tc.kind) {
+				t.Fatalf("FromStatus(%+v) is not %v", st, tc.kind)
+			}
+		})
+	}
+}
+
+func TestInvalidNamesFields(t *testing.T) {
+	e := Invalid("apps", "Deployment", "d", field.ErrorList{
+		field.Invalid(field.NewPath("spec", "replicas"), -1, "must be greater than or equal to 0"),
+	})
+	if e.Status.Message != `Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0` {
+		t.Fatalf("message %q", e.Status.Message)
+	}
+	if e.Status.Reason != metav1.StatusReasonInvalid || e.Status.Details.Causes[0].Field != "spec.replicas" {
+		t.Fatalf("status %+v", e.Status)
+	}
+}
