@@ -104,6 +104,11 @@ func (s *Server) patch(c *gin.Context, t target) {
 	}
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		old, kv, err := s.read(c.Request.Context(), t)
+		if errors.Is(err, apierror.ErrNotFound) && pt == types.ApplyPatchType {
+			// Server-side apply creates what does not exist yet.
+			s.applyCreate(c, t, data, directive, dry)
+			return
+		}
 		if err != nil {
 			writeError(c, err)
 			return
@@ -147,4 +152,28 @@ func (s *Server) patch(c *gin.Context, t target) {
 		return
 	}
 	writeError(c, apierror.Conflict(t.res.GVK.Group, t.res.Plural, t.name, "too many concurrent writes; try again"))
+}
+
+// applyCreate creates the object of an apply configuration whose target does not exist.
+func (s *Server) applyCreate(c *gin.Context, t target, data []byte, directive string, dry bool) {
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		writeError(c, apierror.New(apierror.ErrBadRequest, "the apply configuration is not valid YAML: %v", err))
+		return
+	}
+	obj, err := decodeObject(c, t.res, j, directive)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	if m.GetName() != t.name {
+		writeError(c, apierror.New(apierror.ErrBadRequest, "the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), t.name))
+		return
+	}
+	s.createObject(c, t, obj, dry)
 }

@@ -51,7 +51,6 @@ func (s *Server) invalid(t target, name string, errs field.ErrorList) error {
 }
 
 func (s *Server) create(c *gin.Context, t target) {
-	ctx := c.Request.Context()
 	if t.res.Namespaced && t.namespace == "" {
 		s.methodNotAllowed(c, c.Request.Method, t)
 		return
@@ -76,6 +75,12 @@ func (s *Server) create(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
+	s.createObject(c, t, obj, dry)
+}
+
+// createObject stores a decoded object as new and answers the request.
+func (s *Server) createObject(c *gin.Context, t target, obj runtime.Object, dry bool) {
+	ctx := c.Request.Context()
 	m, err := metaOf(obj)
 	if err != nil {
 		writeError(c, err)
