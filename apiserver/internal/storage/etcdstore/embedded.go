@@ -15,8 +15,8 @@ import (
 // EmbeddedConfig says where an in-process etcd keeps its data and listens.
 type EmbeddedConfig struct {
 	DataDir    string
-	ClientURL  string // e.g. http://127.0.0.1:2379
-	PeerURL    string // e.g. http://127.0.0.1:2380
+	ClientURL  string // e.g. http://127.0.0.1:12379
+	PeerURL    string // e.g. http://127.0.0.1:12380
 	StartAfter time.Duration
 }
 
