@@ -434,3 +434,16 @@ func otherCA(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+func TestMustForFindsTheResource(t *testing.T) {
+	c, err := New(&Config{Server: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](c).Resource().Plural; got != "configmaps" {
+		t.Fatalf("resource %s", got)
+	}
+	if got := MustFor[*corev1.Event, *corev1.EventList](c).Resource().Plural; got != "events" {
+		t.Fatalf("resource %s", got)
+	}
+}

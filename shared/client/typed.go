@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -49,9 +50,14 @@ func For[T runtime.Object, L runtime.Object](c *Client, res *scheme.Resource) *T
 
 // MustFor is For with the resource found from T's kind in the scheme.
 func MustFor[T runtime.Object, L runtime.Object](c *Client) *Typed[T, L] {
-	gvks, _, err := scheme.Scheme.ObjectKinds(*new(T))
+	// T is a pointer type; ObjectKinds needs a non-nil value of it.
+	obj, ok := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(runtime.Object)
+	if !ok {
+		panic(fmt.Sprintf("client.MustFor: %v is not a pointer to an object", reflect.TypeFor[T]()))
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
 	if err != nil || len(gvks) == 0 {
-		panic(fmt.Sprintf("client.MustFor: %T is not registered in the scheme: %v", *new(T), err))
+		panic(fmt.Sprintf("client.MustFor: %T is not registered in the scheme: %v", obj, err))
 	}
 	res, ok := scheme.ByGVK(gvks[0])
 	if !ok {

@@ -38,6 +38,10 @@ func (r *Resource) GVR() schema.GroupVersionResource {
 	return r.GVK.GroupVersion().WithResource(r.Plural)
 }
 
+// StrategicMerge reports whether strategic merge patches apply: they need the patch strategy
+// tags of the k8s.io/api types, which our own group does not carry (as with Kubernetes CRDs).
+func (r *Resource) StrategicMerge() bool { return r.GVK.Group != serverlessv1.GroupName }
+
 // HasSubresource reports whether name is served for this resource.
 func (r *Resource) HasSubresource(name string) bool {
 	for _, s := range r.Subresources {

@@ -184,7 +184,7 @@ func TestResourcePaths(t *testing.T) {
 			for ct := range i.Patch.RequestBody.Content {
 				got = append(got, ct)
 			}
-			if diff := cmp.Diff(PatchContentTypes, got, sortStrings); diff != "" {
+			if diff := cmp.Diff(patchContentTypes(r), got, sortStrings); diff != "" {
 				t.Errorf("patch content types (-want +got):\n%s", diff)
 			}
 			for _, o := range []*spec3.Operation{c.Post, i.Put, i.Patch} {
@@ -400,6 +400,21 @@ func TestBuildIsDeterministic(t *testing.T) {
 		db, _ := b.Get(k)
 		if da.Hash != db.Hash {
 			t.Errorf("%s: hash changed between builds", k)
+		}
+	}
+}
+
+// The real kubectl picks strategic merge for apply when the PATCH operation lists it; our own
+// group has no patch strategy tags, so it must not be listed there.
+func TestStrategicMergeOnlyForBuiltins(t *testing.T) {
+	for _, r := range scheme.Resources {
+		got := patchContentTypes(r)
+		has := false
+		for _, ct := range got {
+			has = has || ct == "application/strategic-merge-patch+json"
+		}
+		if want := r.GVK.Group != "serverless.minik8s.io"; has != want {
+			t.Errorf("%s: strategic merge listed %v, want %v", r.Plural, has, want)
 		}
 	}
 }

@@ -27,6 +27,21 @@ var PatchContentTypes = []string{
 	"application/strategic-merge-patch+json",
 }
 
+// patchContentTypes are the patch formats a resource accepts: without strategic merge where it
+// does not apply, so the real kubectl computes a JSON merge patch for those kinds.
+func patchContentTypes(r *scheme.Resource) []string {
+	if r.StrategicMerge() {
+		return PatchContentTypes
+	}
+	var out []string
+	for _, ct := range PatchContentTypes {
+		if ct != "application/strategic-merge-patch+json" {
+			out = append(out, ct)
+		}
+	}
+	return out
+}
+
 var responseContentTypes = []string{"application/json", "application/yaml"}
 
 func queryParam(name, typ, description string) *spec3.Parameter {
@@ -182,7 +197,7 @@ func resourcePaths(paths map[string]*spec3.Path, prefix string, r *scheme.Resour
 	i.Put = op{id: "replace" + gp + ns + gvk.Kind, action: "put", gvk: gvk, params: writeParams, body: kind,
 		description: "replace the specified " + gvk.Kind, responses: map[int]string{200: kind, 201: kind}}.build(tag)
 	i.Patch = op{id: "patch" + gp + ns + gvk.Kind, action: "patch", gvk: gvk, params: patchParams, body: patchSchema,
-		bodyTypes: PatchContentTypes, description: "partially update the specified " + gvk.Kind,
+		bodyTypes: patchContentTypes(r), description: "partially update the specified " + gvk.Kind,
 		responses: map[int]string{200: kind, 201: kind}}.build(tag)
 	i.Delete = op{id: "delete" + gp + ns + gvk.Kind, action: "delete", gvk: gvk, params: deleteParams, body: deleteOptionsSchema,
 		description: "delete a " + gvk.Kind, responses: map[int]string{200: kind, 202: kind}}.build(tag)
@@ -210,7 +225,7 @@ func resourcePaths(paths map[string]*spec3.Path, prefix string, r *scheme.Resour
 			p.Put = op{id: "replace" + base, action: "put", gvk: subGVK, params: writeParams, body: body,
 				description: "replace " + sub + " of the specified " + gvk.Kind, responses: map[int]string{200: body, 201: body}}.build(tag)
 			p.Patch = op{id: "patch" + base, action: "patch", gvk: subGVK, params: patchParams, body: patchSchema,
-				bodyTypes: PatchContentTypes, description: "partially update " + sub + " of the specified " + gvk.Kind,
+				bodyTypes: patchContentTypes(r), description: "partially update " + sub + " of the specified " + gvk.Kind,
 				responses: map[int]string{200: body, 201: body}}.build(tag)
 		case "binding":
 			bgvk := schema.GroupVersionKind{Version: "v1", Kind: "Binding"}

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -39,6 +40,8 @@ func readBody(c *gin.Context) ([]byte, error) {
 	switch mt {
 	case "", "application/json", "*/*":
 		return data, nil
+	case protobufMediaType:
+		return protobufToJSON(data)
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
@@ -46,7 +49,7 @@ func readBody(c *gin.Context) ([]byte, error) {
 		}
 		return j, nil
 	default:
-		return nil, apierror.New(apierror.ErrUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")
+		return nil, apierror.New(apierror.ErrUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
 	}
 }
 
@@ -123,6 +126,7 @@ func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive s
 		return nil, err
 	}
 	setTypeMeta(obj, res)
+	normalize(obj)
 	return obj, nil
 }
 
@@ -195,4 +199,24 @@ func decodeStored(res *scheme.Resource, data []byte, rev int64) (runtime.Object,
 	}
 	m.SetResourceVersion(fmt.Sprint(rev))
 	return obj, nil
+}
+
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protobufCodec reads the Kubernetes protobuf envelope the real kubectl sends for some writes
+// (e.g. "kubectl create namespace"); only k8s.io/api kinds have a protobuf form.
+var protobufCodec = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// protobufToJSON decodes a protobuf body and re-encodes it as JSON, so the rest of the write
+// path (strict decoding, validation) is the same for every wire format.
+func protobufToJSON(data []byte) ([]byte, error) {
+	obj, _, err := protobufCodec.Decode(data, nil, nil)
+	if err != nil {
+		return nil, apierror.New(apierror.ErrBadRequest, "the protobuf body could not be decoded: %v", err)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, apierror.New(apierror.ErrBadRequest, "the protobuf body could not be re-encoded: %v", err)
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -424,5 +425,36 @@ func TestTables(t *testing.T) {
 	var pm metav1.PartialObjectMetadata
 	if err := json.Unmarshal(tbl.Rows[0].Object.Raw, &pm); err != nil || pm.Name != "t1" || pm.Namespace != ns {
 		t.Fatalf("row object %s: %v", tbl.Rows[0].Object.Raw, err)
+	}
+}
+
+func TestSecretStringDataAndProtobufBodies(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	var sec corev1.Secret
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/secrets", "", map[string]any{
+		"metadata":   map[string]any{"name": "s"},
+		"data":       map[string]any{"a": "YQ==", "b": "Yg=="},
+		"stringData": map[string]any{"b": "B", "c": "C"},
+	}, &sec)
+	if sec.StringData != nil || string(sec.Data["a"]) != "a" || string(sec.Data["b"]) != "B" || string(sec.Data["c"]) != "C" {
+		t.Fatalf("secret data %q stringData %q", sec.Data, sec.StringData)
+	}
+
+	// The real kubectl sends some writes as protobuf.
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "from-proto"}, Data: map[string]string{"k": "v"}}
+	var buf bytes.Buffer
+	if err := protobufCodec.Encode(cm, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.ConfigMap
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/configmaps", protobufMediaType, buf.Bytes(), &got)
+	if got.Name != "from-proto" || got.Data["k"] != "v" {
+		t.Fatalf("protobuf create %+v", got)
+	}
+	var st metav1.Status
+	if code, _ := h.do("POST", "/api/v1/namespaces/"+ns+"/configmaps", protobufMediaType, []byte("k8s\x00garbage"), &st); code != 400 {
+		t.Fatalf("bad protobuf: %d %+v", code, st)
 	}
 }

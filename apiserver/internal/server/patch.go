@@ -51,7 +51,7 @@ func applyPatch(res *scheme.Resource, pt types.PatchType, current, patch []byte)
 		}
 		return out, nil
 	case types.StrategicMergePatchType:
-		if res.GVK.Group == "serverless.minik8s.io" {
+		if !res.StrategicMerge() {
 			return nil, apierror.New(apierror.ErrUnsupportedMediaType, "strategic merge patch is not supported for %s; use a JSON merge patch (application/merge-patch+json)", res.GVK.GroupKind())
 		}
 		var m map[string]any

@@ -129,3 +129,17 @@ func checkFieldSelector(r *scheme.Resource, sel fields.Selector) error {
 	}
 	return nil
 }
+
+// normalize folds write-only conveniences into the stored form, as Kubernetes does on decode:
+// a Secret's stringData is merged into data (stringData wins) and never stored.
+func normalize(obj runtime.Object) {
+	if sec, ok := obj.(*corev1.Secret); ok && len(sec.StringData) > 0 {
+		if sec.Data == nil {
+			sec.Data = make(map[string][]byte, len(sec.StringData))
+		}
+		for k, v := range sec.StringData {
+			sec.Data[k] = []byte(v)
+		}
+		sec.StringData = nil
+	}
+}

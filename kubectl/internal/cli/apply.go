@@ -93,13 +93,10 @@ func (o *options) forEachManifest(ctx context.Context, ff fileFlags, fn func(con
 	}
 	failed := false
 	for _, m := range objs {
-		if err := o.settle(m); err == nil {
+		err := o.settle(m)
+		if err == nil {
 			res, _ := scheme.ByGVK(m.GroupVersionKind())
 			err = fn(ctx, cl, res, m.Unstructured)
-		} else {
-			fmt.Fprintln(o.ErrOut, FormatError(err))
-			failed = true
-			continue
 		}
 		if err != nil {
 			fmt.Fprintln(o.ErrOut, FormatError(err))
@@ -150,9 +147,9 @@ func (o *options) applyOne(ctx context.Context, cl *client.Client, res *scheme.R
 	if dry != "client" {
 		switch d.Action {
 		case apply.Create:
-			_, err = dyn.Create(ctx, d.Object, metav1.CreateOptions{DryRun: dry.server()})
+			_, err = dyn.Create(ctx, d.Object, metav1.CreateOptions{DryRun: dry.server(), FieldValidation: metav1.FieldValidationStrict})
 		case apply.Configure:
-			_, err = dyn.PatchWithOptions(ctx, obj.GetNamespace(), obj.GetName(), d.PatchType, d.Patch, metav1.PatchOptions{DryRun: dry.server()})
+			_, err = dyn.PatchWithOptions(ctx, obj.GetNamespace(), obj.GetName(), d.PatchType, d.Patch, metav1.PatchOptions{DryRun: dry.server(), FieldValidation: metav1.FieldValidationStrict})
 		}
 		if err != nil {
 			return err
@@ -179,7 +176,7 @@ func newCreate(o *options) *cobra.Command {
 			d := dryRun(dry)
 			return o.forEachManifest(cmd.Context(), ff, func(ctx context.Context, cl *client.Client, res *scheme.Resource, obj *unstructured.Unstructured) error {
 				if d != "client" {
-					if _, err := client.Dynamic(cl, res).Create(ctx, obj, metav1.CreateOptions{DryRun: d.server()}); err != nil {
+					if _, err := client.Dynamic(cl, res).Create(ctx, obj, metav1.CreateOptions{DryRun: d.server(), FieldValidation: metav1.FieldValidationStrict}); err != nil {
 						return err
 					}
 				}

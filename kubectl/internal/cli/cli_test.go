@@ -288,3 +288,29 @@ func TestFormatError(t *testing.T) {
 		})
 	}
 }
+
+// A rejected object makes create and apply fail loudly with the server's message, and every
+// write asks the server for strict field validation.
+func TestWriteErrorsAndStrictValidation(t *testing.T) {
+	for _, verb := range []string{"create", "apply"} {
+		t.Run(verb, func(t *testing.T) {
+			var query string
+			f := &fakeAPI{routes: map[string]http.HandlerFunc{
+				"POST /api/v1/namespaces/default/pods": func(w http.ResponseWriter, r *http.Request) {
+					query = r.URL.RawQuery
+					writeStatus(w, apierror.New(apierror.ErrInvalid, `Pod "web" is invalid: spec.containers[0].image: Required value`))
+				},
+			}}
+			out, errOut, code := run(t, f, podManifest, verb, "-f", "-")
+			if code != 1 {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			if !strings.Contains(errOut, "spec.containers[0].image: Required value") {
+				t.Fatalf("stderr %q lacks the server's message", errOut)
+			}
+			if !strings.Contains(query, "fieldValidation=Strict") {
+				t.Fatalf("query %q lacks fieldValidation=Strict", query)
+			}
+		})
+	}
+}

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"minik8s.io/shared/bus/amqpbus/amqptest"
+)
+
+// Generous bounds: the machine is shared with other builds and tests.
+const (
+	readyTimeout = 90 * time.Second
+	stopTimeout  = 45 * time.Second
+)
+
+// requireIntegration skips under -short and fails clearly when RabbitMQ is unreachable or
+// the binaries did not build: every test here needs all three.
+func requireIntegration(t *testing.T) string {
+	t.Helper()
+	url := amqptest.Require(t)
+	requireBinaries(t)
+	return url
+}
+
+// apiserver is one apiserver process. Its home and ports stay fixed across restarts, so a
+// restart finds the same certificates, tokens and etcd data.
+type apiserver struct {
+	home                     string
+	port, etcdPort, peerPort int
+	cmd                      *exec.Cmd
+	exited                   chan struct{} // closed when cmd has been waited for
+	waitErr                  error
+}
+
+// newAPIServer picks free ports for a server whose state lives in home. It starts nothing.
+func newAPIServer(home string) (*apiserver, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	return &apiserver{home: home, port: ports[0], etcdPort: ports[1], peerPort: ports[2]}, nil
+}
+
+// freePorts asks the kernel for n distinct free ports. They are released before use, so
+// another process could take one in between; on a test machine that is rare enough.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func (s *apiserver) kubeconfig() string { return filepath.Join(s.home, "kubeconfig") }
+func (s *apiserver) logPath() string    { return filepath.Join(s.home, "apiserver.log") }
+func (s *apiserver) etcdURL() string    { return "http://127.0.0.1:" + strconv.Itoa(s.etcdPort) }
+func (s *apiserver) pid() int           { return s.cmd.Process.Pid }
+
+// start runs the apiserver and waits until /readyz answers ok.
+func (s *apiserver) start(ctx context.Context) error {
+	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open apiserver log: %w", err)
+	}
+	// The etcd history must outlive the test: the bus test reads it back. A compaction
+	// would make that read fail, so the compactor is off.
+	cmd := exec.Command(bins.apiserver,
+		"--home", s.home,
+		"--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(s.port),
+		"--embedded-etcd-client-url", s.etcdURL(),
+		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(s.peerPort),
+		"--amqp-url", amqptest.URL(),
+		"--compact-interval", "0",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group: a Ctrl-C on the test does not hit it before the test stops it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("start apiserver: %w", err)
+	}
+	s.cmd, s.exited, s.waitErr = cmd, make(chan struct{}), nil
+	go func() {
+		s.waitErr = cmd.Wait()
+		_ = logf.Close()
+		close(s.exited)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		_ = s.kill()
+		return fmt.Errorf("%w\nlast lines of %s:\n%s", err, s.logPath(), s.logTail(40))
+	}
+	return nil
+}
+
+// waitReady polls /readyz, which answers without a token, until it says ok.
+func (s *apiserver) waitReady(ctx context.Context) error {
+	// The CA is created by the server itself, so checking the chain here would only race
+	// with its first start; the kubectls below do verify it.
+	hc := &http.Client{
+		Timeout:   3 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // see above
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", s.port)
+	deadline := time.Now().Add(readyTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("apiserver exited before it was ready: %v", s.waitErr)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		resp, err := hc.Get(url)
+		if err == nil {
+			body := make([]byte, 64)
+			n, _ := resp.Body.Read(body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body[:n])) == "ok" {
+				return nil
+			}
+			err = fmt.Errorf("readyz: %s: %s", resp.Status, body[:n])
+		}
+		last = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("apiserver not ready after %s: %v", readyTimeout, last)
+}
+
+// stop sends SIGTERM and waits for a clean exit; a server that hangs is killed and
+// reported.
+func (s *apiserver) stop() error {
+	if s.cmd == nil {
+		return nil
+	}
+	select {
+	case <-s.exited:
+		return fmt.Errorf("apiserver had already exited: %v", s.waitErr)
+	default:
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("sigterm apiserver: %w", err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(stopTimeout):
+		_ = s.kill()
+		return fmt.Errorf("apiserver did not exit within %s of SIGTERM; killed", stopTimeout)
+	}
+	var exit *exec.ExitError
+	if s.waitErr != nil && !errors.As(s.waitErr, &exit) {
+		return fmt.Errorf("wait apiserver: %w", s.waitErr)
+	}
+	if s.waitErr != nil {
+		return fmt.Errorf("apiserver exited with %v after SIGTERM\nlast lines of its log:\n%s", s.waitErr, s.logTail(20))
+	}
+	return nil
+}
+
+// kill is the last resort, for a server that failed to start or stop.
+func (s *apiserver) kill() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	err := s.cmd.Process.Kill()
+	<-s.exited
+	return err
+}
+
+// logTail returns the last n lines of the server's log, for failure messages.
+func (s *apiserver) logTail(n int) string {
+	data, err := os.ReadFile(s.logPath())
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startServer starts a private apiserver for one test and stops it when the test ends.
+func startServer(t *testing.T) *apiserver {
+	t.Helper()
+	srv, err := newAPIServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.stop(); err != nil && !strings.Contains(err.Error(), "already exited") {
+			t.Errorf("stop apiserver: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("last lines of the apiserver log:\n%s", srv.logTail(30))
+		}
+	})
+	return srv
+}
