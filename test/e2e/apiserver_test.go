@@ -37,7 +37,10 @@ func requireIntegration(t *testing.T) string {
 // apiserver is one apiserver process. Its home and ports stay fixed across restarts, so a
 // restart finds the same certificates, tokens and etcd data.
 type apiserver struct {
-	home                     string
+	home string
+	// name tells apart servers sharing a home (their logs); etcdServers, when set, points
+	// the server at an external etcd instead of its embedded one.
+	name, etcdServers        string
 	port, etcdPort, peerPort int
 	cmd                      *exec.Cmd
 	exited                   chan struct{} // closed when cmd has been waited for
@@ -75,8 +78,21 @@ func freePorts(n int) ([]int, error) {
 }
 
 func (s *apiserver) kubeconfig() string { return filepath.Join(s.home, "kubeconfig") }
-func (s *apiserver) logPath() string    { return filepath.Join(s.home, "apiserver.log") }
-func (s *apiserver) etcdURL() string    { return "http://127.0.0.1:" + strconv.Itoa(s.etcdPort) }
+func (s *apiserver) logPath() string    { return filepath.Join(s.home, "apiserver"+s.name+".log") }
+// etcdEndpoints are the etcd client URLs the server uses.
+func (s *apiserver) etcdEndpoints() []string {
+	if s.etcdServers != "" {
+		return strings.Split(s.etcdServers, ",")
+	}
+	return []string{s.etcdURL()}
+}
+
+func (s *apiserver) etcdURL() string {
+	if s.etcdServers != "" {
+		return strings.Split(s.etcdServers, ",")[0]
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(s.etcdPort)
+}
 func (s *apiserver) pid() int           { return s.cmd.Process.Pid }
 
 // start runs the apiserver and waits until /readyz answers ok.
@@ -87,15 +103,20 @@ func (s *apiserver) start(ctx context.Context) error {
 	}
 	// The etcd history must outlive the test: the bus test reads it back. A compaction
 	// would make that read fail, so the compactor is off.
-	cmd := exec.Command(bins.apiserver,
+	args := []string{
 		"--home", s.home,
 		"--bind-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(s.port),
-		"--embedded-etcd-client-url", s.etcdURL(),
-		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(s.peerPort),
 		"--amqp-url", amqptest.URL(),
 		"--compact-interval", "0",
-	)
+	}
+	if s.etcdServers != "" {
+		args = append(args, "--etcd-servers", s.etcdServers)
+	} else {
+		args = append(args, "--embedded-etcd-client-url", s.etcdURL(),
+			"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(s.peerPort))
+	}
+	cmd := exec.Command(bins.apiserver, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group: a Ctrl-C on the test does not hit it before the test stops it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -41,7 +41,7 @@ func etcdRevision(t *testing.T, srv *apiserver) int64 {
 
 func etcdClient(t *testing.T, srv *apiserver) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.etcdURL()}, DialTimeout: 10 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.etcdEndpoints(), DialTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}
