@@ -79,6 +79,7 @@ func freePorts(n int) ([]int, error) {
 
 func (s *apiserver) kubeconfig() string { return filepath.Join(s.home, "kubeconfig") }
 func (s *apiserver) logPath() string    { return filepath.Join(s.home, "apiserver"+s.name+".log") }
+
 // etcdEndpoints are the etcd client URLs the server uses.
 func (s *apiserver) etcdEndpoints() []string {
 	if s.etcdServers != "" {
@@ -93,7 +94,7 @@ func (s *apiserver) etcdURL() string {
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(s.etcdPort)
 }
-func (s *apiserver) pid() int           { return s.cmd.Process.Pid }
+func (s *apiserver) pid() int { return s.cmd.Process.Pid }
 
 // start runs the apiserver and waits until /readyz answers ok.
 func (s *apiserver) start(ctx context.Context) error {
