@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s.io/apiserver/internal/storage"
@@ -28,6 +30,7 @@ const (
 	allocPrefix    = "/minik8s/allocations/"
 	serviceIPKeys  = allocPrefix + "serviceips/"
 	nodePortKeys   = allocPrefix + "nodeports/"
+	podCIDRKeys    = allocPrefix + "podcidrs/"
 	allocAttempts  = 64
 	reservedOffset = 1 // 10.96.0.1 belongs to the kubernetes Service
 )
@@ -38,11 +41,11 @@ type allocator struct {
 	store storage.Interface
 }
 
-func owner(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
+func owner(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
 
 // reserve takes key for svc; a key svc already owns (left by an interrupted earlier attempt)
 // counts as taken by it.
-func (a *allocator) reserve(ctx context.Context, key string, svc *corev1.Service) (bool, error) {
+func (a *allocator) reserve(ctx context.Context, key string, svc metav1.Object) (bool, error) {
 	_, err := a.store.Create(ctx, key, []byte(owner(svc)))
 	if err == nil {
 		return true, nil
@@ -66,8 +69,8 @@ func (a *allocator) free(ctx context.Context, keys []string) {
 func ipKey(ip string) string { return serviceIPKeys + ip }
 func portKey(p int32) string { return nodePortKeys + strconv.Itoa(int(p)) }
 
-// heldKeys lists the allocation keys a service's spec occupies.
-func heldKeys(svc *corev1.Service) []string {
+// serviceKeys lists the allocation keys a service's spec occupies.
+func serviceKeys(svc *corev1.Service) []string {
 	if svc == nil {
 		return nil
 	}
@@ -87,11 +90,36 @@ func invalidService(svc *corev1.Service, path *field.Path, value any, msg string
 	return apierror.Invalid("", "Service", svc.Name, field.ErrorList{field.Invalid(path, value, msg)})
 }
 
-// allocate fills in and reserves what svc needs beyond what old (nil on create) holds. undo
-// releases what this call reserved, for when the write does not happen.
-func (a *allocator) allocate(ctx context.Context, old, svc *corev1.Service) (undo func(), err error) {
+// heldKeys lists the allocation keys an object occupies.
+func heldKeys(obj runtime.Object) []string {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return serviceKeys(o)
+	case *corev1.Node:
+		if o.Spec.PodCIDR != "" {
+			return []string{podCIDRKey(o.Spec.PodCIDR)}
+		}
+	}
+	return nil
+}
+
+// allocate fills in and reserves the addresses obj needs beyond what old (nil on create)
+// holds. undo releases what this call reserved, for when the write does not happen.
+func (a *allocator) allocate(ctx context.Context, old, obj runtime.Object) (undo func(), err error) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		oldSvc, _ := old.(*corev1.Service)
+		return a.allocateService(ctx, oldSvc, o)
+	case *corev1.Node:
+		oldNode, _ := old.(*corev1.Node)
+		return a.allocatePodCIDR(ctx, oldNode, o)
+	}
+	return func() {}, nil
+}
+
+func (a *allocator) allocateService(ctx context.Context, old, svc *corev1.Service) (undo func(), err error) {
 	held := map[string]bool{}
-	for _, k := range heldKeys(old) {
+	for _, k := range serviceKeys(old) {
 		held[k] = true
 	}
 	var taken []string
@@ -198,10 +226,10 @@ func (a *allocator) randomPort(ctx context.Context, svc *corev1.Service) (int32,
 	return 0, apierror.New(apierror.ErrInternal, "failed to allocate a node port: range %d-%d is full", NodePortFirst, NodePortLast)
 }
 
-// released frees what old held and svc (nil when deleted) no longer does.
-func (a *allocator) released(ctx context.Context, old, svc *corev1.Service) {
+// released frees what old held and obj (nil when deleted) no longer does.
+func (a *allocator) released(ctx context.Context, old, obj runtime.Object) {
 	keep := map[string]bool{}
-	for _, k := range heldKeys(svc) {
+	for _, k := range heldKeys(obj) {
 		keep[k] = true
 	}
 	var drop []string
@@ -213,19 +241,21 @@ func (a *allocator) released(ctx context.Context, old, svc *corev1.Service) {
 	a.free(context.WithoutCancel(ctx), drop)
 }
 
-// repair makes the allocation keys match the stored services: it frees keys no service holds
-// (left by a crash between reserving and writing) and reserves what services hold without a key.
+// repair makes the allocation keys match the stored objects: it frees keys nothing holds
+// (left by a crash between reserving and writing) and reserves what objects hold without a key.
 func (a *allocator) repair(ctx context.Context, s *Server) error {
-	res, _ := scheme.Lookup("services")
-	items, _, _, err := s.listObjects(ctx, target{res: res}, matchAll, 0, "", 0)
-	if err != nil {
-		return err
-	}
 	want := map[string]string{}
-	for _, item := range items {
-		svc := item.(*corev1.Service)
-		for _, k := range heldKeys(svc) {
-			want[k] = owner(svc)
+	for _, plural := range []string{"services", "nodes"} {
+		res, _ := scheme.Lookup(plural)
+		items, _, _, err := s.listObjects(ctx, target{res: res}, matchAll, 0, "", 0)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			m, _ := metaOf(item)
+			for _, k := range heldKeys(item) {
+				want[k] = owner(m)
+			}
 		}
 	}
 	page, err := a.store.List(ctx, allocPrefix, "", 0, 0)
@@ -246,4 +276,58 @@ func (a *allocator) repair(ctx context.Context, s *Server) error {
 		}
 	}
 	return nil
+}
+
+// PodCIDRRange is split into one /PodCIDRBits block per node.
+var (
+	PodCIDRRange = netip.MustParsePrefix("10.244.0.0/16")
+	PodCIDRBits  = 24
+)
+
+func podCIDRKey(cidr string) string { return podCIDRKeys + strings.ReplaceAll(cidr, "/", "_") }
+
+// allocatePodCIDR gives a new node the lowest free block of PodCIDRRange. A node keeps its
+// block for life; an update that leaves podCIDR out keeps the old one.
+func (a *allocator) allocatePodCIDR(ctx context.Context, old, node *corev1.Node) (undo func(), err error) {
+	noop := func() {}
+	if old != nil {
+		if node.Spec.PodCIDR == "" {
+			node.Spec.PodCIDR, node.Spec.PodCIDRs = old.Spec.PodCIDR, old.Spec.PodCIDRs
+		}
+		return noop, nil
+	}
+	path := field.NewPath("spec", "podCIDR")
+	if node.Spec.PodCIDR != "" {
+		p, perr := netip.ParsePrefix(node.Spec.PodCIDR)
+		if perr != nil || p.Bits() != PodCIDRBits || !PodCIDRRange.Contains(p.Addr()) || p.Masked() != p {
+			return noop, apierror.Invalid("", "Node", node.Name, field.ErrorList{field.Invalid(path, node.Spec.PodCIDR,
+				fmt.Sprintf("must be a /%d block of %s", PodCIDRBits, PodCIDRRange))})
+		}
+		ok, err := a.reserve(ctx, podCIDRKey(node.Spec.PodCIDR), node)
+		if err != nil {
+			return noop, err
+		}
+		if !ok {
+			return noop, apierror.Invalid("", "Node", node.Name, field.ErrorList{field.Invalid(path, node.Spec.PodCIDR, "is already assigned to another node")})
+		}
+		node.Spec.PodCIDRs = []string{node.Spec.PodCIDR}
+		return func() { a.free(context.WithoutCancel(ctx), []string{podCIDRKey(node.Spec.PodCIDR)}) }, nil
+	}
+	base := PodCIDRRange.Addr().As4()
+	blocks := 1 << (PodCIDRBits - PodCIDRRange.Bits())
+	step := 1 << (32 - PodCIDRBits)
+	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	for i := 0; i < blocks; i++ {
+		n := start + uint32(i*step)
+		cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), PodCIDRBits).String()
+		ok, err := a.reserve(ctx, podCIDRKey(cidr), node)
+		if err != nil {
+			return noop, err
+		}
+		if ok {
+			node.Spec.PodCIDR, node.Spec.PodCIDRs = cidr, []string{cidr}
+			return func() { a.free(context.WithoutCancel(ctx), []string{podCIDRKey(cidr)}) }, nil
+		}
+	}
+	return noop, apierror.New(apierror.ErrInternal, "no pod CIDR left in %s for node %s", PodCIDRRange, node.Name)
 }

@@ -83,3 +83,45 @@ func TestServiceAddressAllocation(t *testing.T) {
 		t.Fatalf("headless got %q", hl.Spec.ClusterIP)
 	}
 }
+
+func TestNodePodCIDRs(t *testing.T) {
+	h := newHarness(t)
+	node := func(name, cidr string) map[string]any {
+		spec := map[string]any{}
+		if cidr != "" {
+			spec["podCIDR"] = cidr
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}, "spec": spec}
+	}
+	name := "cidr-" + randomSuffix()
+	var a, b corev1.Node
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", node(name+"-a", ""), &a)
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", node(name+"-b", ""), &b)
+	pa, err1 := netip.ParsePrefix(a.Spec.PodCIDR)
+	pb, err2 := netip.ParsePrefix(b.Spec.PodCIDR)
+	if err1 != nil || err2 != nil || pa.Bits() != 24 || !PodCIDRRange.Contains(pa.Addr()) || pa == pb {
+		t.Fatalf("pod CIDRs %q %q", a.Spec.PodCIDR, b.Spec.PodCIDR)
+	}
+	if len(a.Spec.PodCIDRs) != 1 || a.Spec.PodCIDRs[0] != a.Spec.PodCIDR {
+		t.Fatalf("podCIDRs %v", a.Spec.PodCIDRs)
+	}
+	var st metav1.Status
+	if code, _ := h.do("POST", "/api/v1/nodes", "", node(name+"-c", a.Spec.PodCIDR), &st); code != 422 || st.Details.Causes[0].Field != "spec.podCIDR" {
+		t.Fatalf("taken CIDR: %d %+v", code, st)
+	}
+	// An update without podCIDR keeps it; the block is not reused while the node exists.
+	var upd corev1.Node
+	h.mustDo(http.StatusOK, "PUT", "/api/v1/nodes/"+a.Name, "", node(a.Name, ""), &upd)
+	if upd.Spec.PodCIDR != a.Spec.PodCIDR {
+		t.Fatalf("update moved podCIDR %s -> %s", a.Spec.PodCIDR, upd.Spec.PodCIDR)
+	}
+	h.mustDo(http.StatusOK, "DELETE", "/api/v1/nodes/"+a.Name, "", nil, nil)
+	var c corev1.Node
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", node(name+"-c", a.Spec.PodCIDR), &c)
+	if c.Spec.PodCIDR != a.Spec.PodCIDR {
+		t.Fatalf("freed block not reusable: %s", c.Spec.PodCIDR)
+	}
+	for _, n := range []string{b.Name, c.Name} {
+		h.mustDo(http.StatusOK, "DELETE", "/api/v1/nodes/"+n, "", nil, nil)
+	}
+}

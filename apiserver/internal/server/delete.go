@@ -146,9 +146,7 @@ func (s *Server) deleteObject(ctx context.Context, t target, opts metav1.DeleteO
 			return nil, 0, storeErr(err)
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		if svc, ok := obj.(*corev1.Service); ok {
-			s.alloc.released(ctx, svc, nil)
-		}
+		s.alloc.released(ctx, obj, nil)
 		return obj, http.StatusOK, nil
 	}
 	return nil, 0, apierror.Conflict(t.res.GVK.Group, t.res.Plural, t.name, "too many concurrent writes; try again")

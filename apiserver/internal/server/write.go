@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -119,8 +118,8 @@ func (s *Server) createObject(c *gin.Context, t target, obj runtime.Object, dry 
 		s.cfg.Default(obj)
 	}
 	written := false
-	if svc, ok := obj.(*corev1.Service); ok && !dry {
-		undo, err := s.alloc.allocate(ctx, nil, svc)
+	if !dry {
+		undo, err := s.alloc.allocate(ctx, nil, obj)
 		if err != nil {
 			writeError(c, err)
 			return
@@ -289,15 +288,14 @@ func (s *Server) commitUpdate(ctx context.Context, t target, old runtime.Object,
 		s.cfg.Default(obj)
 	}
 	written := false
-	newSvc, isSvc := obj.(*corev1.Service)
-	if isSvc && !dry && t.subresource == "" {
-		undo, err := s.alloc.allocate(ctx, old.(*corev1.Service), newSvc)
+	if !dry && t.subresource == "" {
+		undo, err := s.alloc.allocate(ctx, old, obj)
 		if err != nil {
 			return nil, 0, err
 		}
 		defer func() {
 			if written {
-				s.alloc.released(ctx, old.(*corev1.Service), newSvc)
+				s.alloc.released(ctx, old, obj)
 			} else {
 				undo()
 			}
@@ -330,9 +328,7 @@ func (s *Server) commitUpdate(ctx context.Context, t target, old runtime.Object,
 			return nil, 0, storeErr(err)
 		}
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		if isSvc {
-			s.alloc.released(ctx, old.(*corev1.Service), nil)
-		}
+		s.alloc.released(ctx, old, nil)
 		return obj, http.StatusOK, nil
 	}
 	stored, err := encodeStored(obj, t.res)
