@@ -41,8 +41,8 @@ test-compose: ## check docker-compose.yml
 	@test -n "$(COMPOSE)" || { echo "neither 'docker compose' nor docker-compose is installed" >&2; exit 1; }
 	$(COMPOSE) -f docker-compose.yml config -q
 
-bench: ## benchmarks (BENCH_PKGS narrows the packages)
-	go test -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) $(BENCH_PKGS)
+bench: ## control-plane benchmarks vs raw etcd, < 5 min, table on stdout (BENCH_FLAGS=-profile adds pprof)
+	go run ./bench/cmd/bench -timeout 4m $(BENCH_FLAGS)
 
 images: ## component images from build/Dockerfile.<component> (needs a registry for base images)
 	@for f in $(COMPONENT_DOCKERFILES); do c=$${f##*.}; \

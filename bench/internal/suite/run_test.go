@@ -1,0 +1,66 @@
+package suite
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"minik8s.io/shared/bus/amqpbus/amqptest"
+)
+
+// TestRunSmall runs every test of the suite at a tiny size against a real
+// apiserver, embedded etcd and RabbitMQ, and checks that each produced its
+// figures: every create and put measured, every event received both ways.
+// It asserts no speed; the figures of a shared test machine mean nothing.
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the apiserver and needs RabbitMQ; skipped under -short")
+	}
+	url := amqptest.URL()
+	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		t.Fatalf("RabbitMQ unreachable at %s (set MINIK8S_AMQP_URL, or run with -short to skip): %v", url, err)
+	}
+	_ = conn.Close()
+
+	cfg := Config{
+		Workdir: t.TempDir(), AMQPURL: url,
+		Creates: 40, Warmup: 5, Block: 10, PayloadBytes: 64,
+		Clients: 4, Rounds: 1, RoundTime: 500 * time.Millisecond,
+		EventRate: 50, EventTime: time.Second, EventWorkers: 2,
+	}
+	var logs bytes.Buffer
+	rep, err := Run(t.Context(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("Run: %v\nlogs:\n%s", err, logs.String())
+	}
+	if rep.CreateAPI.N != 40 || rep.CreateEtcd.N != 40 {
+		t.Errorf("latency samples = %d API, %d etcd; want 40 each", rep.CreateAPI.N, rep.CreateEtcd.N)
+	}
+	if rep.ValueBytes <= cfg.PayloadBytes {
+		t.Errorf("stored value = %d bytes, want more than the %d-byte payload", rep.ValueBytes, cfg.PayloadBytes)
+	}
+	if rep.ThroughputOps[0] == 0 || rep.ThroughputOps[1] == 0 || rep.ThroughputAPI <= 0 || rep.ThroughputEtcd <= 0 {
+		t.Errorf("throughput = %v (%.0f/s API, %.0f/s etcd), want both measured", rep.ThroughputOps, rep.ThroughputAPI, rep.ThroughputEtcd)
+	}
+	if rep.EventsSent != 50 {
+		t.Errorf("events sent = %d, want 50", rep.EventsSent)
+	}
+	if rep.EventBus.N != rep.EventsSent || rep.EventWatch.N != rep.EventsSent {
+		t.Errorf("events received = %d via RabbitMQ, %d via etcd watch; want all %d", rep.EventBus.N, rep.EventWatch.N, rep.EventsSent)
+	}
+	if rep.OutboxPublished < rep.EventsSent {
+		t.Errorf("outbox published %d changes during the event test, want at least the %d sent", rep.OutboxPublished, rep.EventsSent)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	for _, want := range []string{"| 1 create latency", "| 2 throughput, 4 clients", "| 3 event latency", "50/50", "minik8s create"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printed report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
