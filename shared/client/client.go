@@ -67,7 +67,7 @@ func New(cfg *Config) (*Client, error) {
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        100,
 		// Controllers talk to one host; keep enough idle connections for their workers.
-		MaxIdleConnsPerHost: 25,
+		MaxIdleConnsPerHost: 100,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	c := &Client{

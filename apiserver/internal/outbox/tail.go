@@ -102,6 +102,24 @@ func (o *Outbox) tail(ctx context.Context, p *progress) error {
 			if !ok {
 				return errors.New("watch channel closed")
 			}
+			// Changes that arrived while the last batch waited for its confirm go out
+			// together: one confirm round trip per batch keeps up with any rate the
+			// broker can take, instead of one per watch response.
+			for resp.Err() == nil && !resp.IsProgressNotify() && resp.CompactRevision == 0 && len(resp.Events) < o.cfg.MaxBatch {
+				next, more := pending(wch)
+				if !more {
+					break
+				}
+				if next.Err() != nil || next.IsProgressNotify() || next.CompactRevision != 0 || len(next.Events) == 0 {
+					if err := o.handle(ctx, p, resp); err != nil {
+						return err
+					}
+					resp = next
+					break
+				}
+				resp.Events = append(resp.Events, next.Events...)
+				resp.Header = next.Header
+			}
 			if err := o.handle(ctx, p, resp); err != nil {
 				return err
 			}
@@ -243,4 +261,14 @@ func (o *Outbox) storeRevision(ctx context.Context, fence clientv3.Cmp, rev int6
 		return errLostLeadership
 	}
 	return nil
+}
+
+// pending returns a watch response that is already waiting, without blocking.
+func pending(wch clientv3.WatchChan) (clientv3.WatchResponse, bool) {
+	select {
+	case r, ok := <-wch:
+		return r, ok
+	default:
+		return clientv3.WatchResponse{}, false
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -241,15 +242,43 @@ func (a *allocator) released(ctx context.Context, old, obj runtime.Object) {
 	a.free(context.WithoutCancel(ctx), drop)
 }
 
-// repair makes the allocation keys match the stored objects: it frees keys nothing holds
-// (left by a crash between reserving and writing) and reserves what objects hold without a key.
-func (a *allocator) repair(ctx context.Context, s *Server) error {
+// repairInterval spaces allocation repairs; a reservation must be this old before repair
+// may free it, far longer than any create takes between reserving and writing.
+const repairInterval = 5 * time.Minute
+
+// repairLoop runs repair every repairInterval until ctx ends.
+func (a *allocator) repairLoop(ctx context.Context, s *Server) {
+	var before int64
+	for {
+		rev, err := a.repair(ctx, s, before)
+		if err != nil {
+			s.log.Warn("repairing address allocations", "err", err)
+		} else {
+			before = rev
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(repairInterval):
+		}
+	}
+}
+
+// repair makes the allocation keys match the stored objects: it frees keys no object holds
+// that were written at or before revision before (left by a crash between reserving and
+// writing; younger ones may belong to a create in flight), and reserves what objects hold
+// without a key. It returns the revision it read at, the next call's before.
+func (a *allocator) repair(ctx context.Context, s *Server, before int64) (int64, error) {
 	want := map[string]string{}
+	var rev int64
 	for _, plural := range []string{"services", "nodes"} {
 		res, _ := scheme.Lookup(plural)
-		items, _, _, err := s.listObjects(ctx, target{res: res}, matchAll, 0, "", 0)
+		items, r, _, err := s.listObjects(ctx, target{res: res}, matchAll, 0, "", 0)
 		if err != nil {
-			return err
+			return 0, err
+		}
+		if rev == 0 || r < rev {
+			rev = r
 		}
 		for _, item := range items {
 			m, _ := metaOf(item)
@@ -260,22 +289,24 @@ func (a *allocator) repair(ctx context.Context, s *Server) error {
 	}
 	page, err := a.store.List(ctx, allocPrefix, "", 0, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	have := map[string]bool{}
 	for _, kv := range page.KVs {
-		if want[kv.Key] != string(kv.Value) {
-			_, _, _ = a.store.Delete(ctx, kv.Key, kv.ModRevision)
+		if want[kv.Key] == string(kv.Value) {
+			have[kv.Key] = true
 			continue
 		}
-		have[kv.Key] = true
+		if kv.ModRevision <= before {
+			_, _, _ = a.store.Delete(ctx, kv.Key, kv.ModRevision)
+		}
 	}
 	for k, o := range want {
 		if !have[k] && strings.HasPrefix(k, allocPrefix) {
 			_, _ = a.store.Create(ctx, k, []byte(o))
 		}
 	}
-	return nil
+	return rev, nil
 }
 
 // PodCIDRRange is split into one /PodCIDRBits block per node.

@@ -125,3 +125,45 @@ func TestNodePodCIDRs(t *testing.T) {
 		h.mustDo(http.StatusOK, "DELETE", "/api/v1/nodes/"+n, "", nil, nil)
 	}
 }
+
+// Repair frees reservations nothing holds once they are old enough, never young ones (a
+// create may be between reserving and writing), and restores missing reservations.
+func TestAllocationRepair(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	ctx := t.Context()
+	var svc corev1.Service
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/services", "", serviceManifest("kept", "", "", 0), &svc)
+	orphan := ipKey("10.100.200.1")
+	if _, err := testStore.Create(ctx, orphan, []byte("gone/svc")); err != nil {
+		t.Fatal(err)
+	}
+	// The service's own key goes missing.
+	if _, _, err := testStore.Delete(ctx, ipKey(svc.Spec.ClusterIP), 0); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := h.srv.alloc.repair(ctx, h.srv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testStore.Get(ctx, orphan); err != nil {
+		t.Fatalf("a young orphan was freed: %v", err)
+	}
+	if kv, err := testStore.Get(ctx, ipKey(svc.Spec.ClusterIP)); err != nil || string(kv.Value) != ns+"/kept" {
+		t.Fatalf("missing reservation not restored: %v %q", err, kv.Value)
+	}
+	young := ipKey("10.100.200.2")
+	if _, err := testStore.Create(ctx, young, []byte("inflight/svc")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.alloc.repair(ctx, h.srv, rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testStore.Get(ctx, orphan); err == nil {
+		t.Fatal("an old orphan survived repair")
+	}
+	if _, err := testStore.Get(ctx, young); err != nil {
+		t.Fatalf("a reservation younger than the last repair was freed: %v", err)
+	}
+	_, _, _ = testStore.Delete(ctx, young, 0)
+}

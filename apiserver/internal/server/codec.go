@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"strconv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -83,6 +85,11 @@ func decodeInto(c *gin.Context, data []byte, obj any, directive string) error {
 	if err != nil {
 		return apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
 	}
+	return strictResult(c, strictErrs, directive)
+}
+
+// strictResult applies the field validation directive to the strict decoding errors found.
+func strictResult(c *gin.Context, strictErrs []error, directive string) error {
 	if len(strictErrs) == 0 || directive == metav1.FieldValidationIgnore {
 		return nil
 	}
@@ -108,21 +115,26 @@ func cleanJSONError(err error) string {
 }
 
 // decodeObject decodes a request body as an object of the target's kind, checking the
-// apiVersion and kind it names.
+// apiVersion and kind it names. The body is parsed once: the kind check reads the decoded
+// type meta, and strict decoding problems are reported only after it.
 func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
+	obj := res.New()
+	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
 		return nil, apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
 	}
 	want := res.GVK
-	if tm.Kind != "" && tm.Kind != want.Kind {
-		return nil, apierror.New(apierror.ErrBadRequest, "the kind in the body (%s) does not match the kind of the endpoint (%s)", tm.Kind, want.Kind)
+	tm, err := meta.TypeAccessor(obj)
+	if err != nil {
+		return nil, err
 	}
-	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
-		return nil, apierror.New(apierror.ErrBadRequest, "the API version in the body (%s) does not match the API version of the endpoint (%s)", tm.APIVersion, want.GroupVersion().String())
+	if k := tm.GetKind(); k != "" && k != want.Kind {
+		return nil, apierror.New(apierror.ErrBadRequest, "the kind in the body (%s) does not match the kind of the endpoint (%s)", k, want.Kind)
 	}
-	obj := res.New()
-	if err := decodeInto(c, data, obj, directive); err != nil {
+	if v := tm.GetAPIVersion(); v != "" && v != want.GroupVersion().String() {
+		return nil, apierror.New(apierror.ErrBadRequest, "the API version in the body (%s) does not match the API version of the endpoint (%s)", v, want.GroupVersion().String())
+	}
+	if err := strictResult(c, strictErrs, directive); err != nil {
 		return nil, err
 	}
 	setTypeMeta(obj, res)
@@ -219,4 +231,45 @@ func protobufToJSON(data []byte) ([]byte, error) {
 		return nil, apierror.New(apierror.ErrBadRequest, "the protobuf body could not be re-encoded: %v", err)
 	}
 	return out, nil
+}
+
+// metadataOpen is where every stored object's metadata begins: encodeStored writes type meta
+// first, so it is the first occurrence in the document.
+var metadataOpen = []byte(`"metadata":{`)
+
+// withResourceVersion returns a stored object's JSON with metadata.resourceVersion set,
+// without decoding it: reads and writes answer with the bytes etcd holds.
+func withResourceVersion(stored []byte, rev int64) ([]byte, bool) {
+	i := bytes.Index(stored, metadataOpen)
+	if i < 0 || !bytes.HasPrefix(stored, []byte(`{"kind":`)) {
+		return nil, false
+	}
+	i += len(metadataOpen)
+	field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
+	if i < len(stored) && stored[i] != '}' {
+		field += ","
+	}
+	out := make([]byte, 0, len(stored)+len(field))
+	out = append(out, stored[:i]...)
+	out = append(out, field...)
+	return append(out, stored[i:]...), true
+}
+
+// respondStored answers with a stored object: straight from its bytes unless the client asked
+// for a Table (or the bytes are not in the expected shape).
+func (s *Server) respondStored(c *gin.Context, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
+	if !tableRequest(c) {
+		if data, ok := withResourceVersion(stored, rev); ok {
+			c.Data(code, "application/json", data)
+			return
+		}
+	}
+	if obj == nil {
+		var err error
+		if obj, err = decodeStored(res, stored, rev); err != nil {
+			writeError(c, err)
+			return
+		}
+	}
+	s.respond(c, code, obj)
 }

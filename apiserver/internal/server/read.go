@@ -65,12 +65,16 @@ func (s *Server) respond(c *gin.Context, code int, obj runtime.Object) {
 }
 
 func (s *Server) get(c *gin.Context, t target) {
-	obj, _, err := s.read(c.Request.Context(), t)
-	if err != nil {
-		writeError(c, err)
+	kv, err := s.store.Get(c.Request.Context(), storageKey(t.res, t.namespace, t.name))
+	if errors.Is(err, storage.ErrKeyNotFound) {
+		writeError(c, notFound(t))
 		return
 	}
-	s.respond(c, http.StatusOK, obj)
+	if err != nil {
+		writeError(c, storeErr(err))
+		return
+	}
+	s.respondStored(c, http.StatusOK, t.res, nil, kv.Value, kv.ModRevision)
 }
 
 // selectors are the label and field selectors of a list or watch.

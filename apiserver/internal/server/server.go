@@ -122,10 +122,14 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // Start runs the background work of the server (service address repair, namespace
 // finalization) until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.alloc.repair(ctx, s); err != nil {
-		s.log.Warn("repairing service address allocations", "err", err)
-	}
-	return s.ns.run(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.alloc.repairLoop(ctx, s)
+	}()
+	err := s.ns.run(ctx)
+	<-done
+	return err
 }
 
 func (s *Server) recoverer(c *gin.Context) {

@@ -164,7 +164,7 @@ func (s *Server) createObject(c *gin.Context, t target, obj runtime.Object, dry 
 		written = true
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		s.afterWrite(t, obj)
-		s.respond(c, http.StatusCreated, obj)
+		s.respondStored(c, http.StatusCreated, t.res, obj, stored, rev)
 		return
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 )
 
@@ -66,6 +67,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig, log *slog.Logger) (*
 
 // Err reports fatal errors of the running server.
 func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+
+// Client is an in-process client of the embedded server: requests go straight to it, with no
+// gRPC transport or loopback socket in between (the server still listens for other clients).
+func (e *Embedded) Client() *clientv3.Client { return v3client.New(e.etcd.Server) }
 
 // Close stops the server.
 func (e *Embedded) Close() { e.etcd.Close() }
