@@ -2,13 +2,13 @@ package server
 
 import (
 	"bytes"
-	"strconv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
