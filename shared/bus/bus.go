@@ -69,6 +69,22 @@ type Publisher interface {
 	Publish(ctx context.Context, msgs ...Message) error
 }
 
+// Pipeliner is a Publisher that keeps publishing while earlier messages still await their
+// confirms, so one slow confirm does not hold back the messages behind it.
+//
+// Send never reconnects: once a send or a confirm has failed, every Send fails with
+// ErrReconnect until a Publish (which does reconnect) succeeds. A caller that drains its
+// outstanding waits and restarts from its last confirmed message before calling Publish
+// therefore never has later messages overtake a lost batch.
+type Pipeliner interface {
+	Publisher
+	// Send publishes msgs, in order, and returns a function that waits for their confirms.
+	Send(ctx context.Context, msgs ...Message) (wait func(context.Context) error, err error)
+}
+
+// ErrReconnect is returned by Pipeliner.Send after a failure, until Publish reconnects.
+var ErrReconnect = errors.New("bus: publisher must reconnect first")
+
 // Handler processes one delivery. Returning nil acknowledges it; an error makes
 // the consumer wait (backoff) and redeliver it before any later message of the
 // queue, so per-queue order holds even across failures.

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/bus"
 )
 
@@ -56,14 +57,20 @@ func toMessage(prefix string, ev *clientv3.Event) (bus.Message, error) {
 	default:
 		typ, value = bus.Modified, ev.Kv.Value
 	}
-	obj, err := withResourceVersion(value, rev)
-	if err != nil {
-		return bus.Message{}, err
+	obj, ok := storage.WithResourceVersion(value, rev)
+	if !ok {
+		if obj, err = withResourceVersion(value, rev); err != nil {
+			return bus.Message{}, err
+		}
 	}
-	body, err := json.Marshal(bus.Event{Type: typ, Object: obj})
-	if err != nil {
-		return bus.Message{}, fmt.Errorf("encode event: %w", err)
-	}
+	// The envelope is written by hand: obj is JSON etcd holds, re-encoding it would only
+	// cost a second parse per change.
+	body := make([]byte, 0, len(obj)+32)
+	body = append(body, `{"type":"`...)
+	body = append(body, typ...)
+	body = append(body, `","object":`...)
+	body = append(body, obj...)
+	body = append(body, '}')
 	rv := strconv.FormatInt(rev, 10)
 	return bus.Message{
 		RoutingKey: bus.RoutingKey(resource, namespace, name, obj, typ),
@@ -78,9 +85,9 @@ func toMessage(prefix string, ev *clientv3.Event) (bus.Message, error) {
 	}, nil
 }
 
-// withResourceVersion sets metadata.resourceVersion, which storage leaves
-// empty because it is the revision, known only after the write. Fields stay
-// raw so that numbers and unknown fields pass through untouched.
+// withResourceVersion sets metadata.resourceVersion in a value of any shape (the slow path of
+// storage.WithResourceVersion). Fields stay raw so that numbers and unknown fields pass
+// through untouched.
 func withResourceVersion(value []byte, rev int64) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(value, &obj); err != nil {

@@ -101,8 +101,19 @@ func TestToMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("event (-want +got):\n%s", diff)
+			// Objects compare as JSON values: key order is not part of the contract.
+			var wantObj, gotObj any
+			if err := json.Unmarshal(tt.want.Object, &wantObj); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(got.Object, &gotObj); err != nil {
+				t.Fatalf("object is not JSON: %v: %s", err, got.Object)
+			}
+			if got.Type != tt.want.Type {
+				t.Errorf("type = %q, want %q", got.Type, tt.want.Type)
+			}
+			if diff := cmp.Diff(wantObj, gotObj); diff != "" {
+				t.Errorf("object (-want +got):\n%s", diff)
 			}
 		})
 	}

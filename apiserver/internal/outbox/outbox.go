@@ -23,6 +23,7 @@ const (
 	DefaultElectionKey     = "/minik8s/outbox/leader"
 	DefaultSessionTTL      = 10 * time.Second
 	DefaultMaxBatch        = 512
+	DefaultWindow          = 1
 	DefaultAdvanceEvery    = 1000
 	DefaultAdvanceInterval = 100 * time.Millisecond
 )
@@ -46,6 +47,8 @@ type Config struct {
 	SessionTTL time.Duration
 	// MaxBatch caps messages per Publish call.
 	MaxBatch int
+	// Window bounds the batches sent but not yet confirmed, with a pipelining publisher.
+	Window int
 	// The stored revision advances after AdvanceEvery published events or
 	// AdvanceInterval, whichever comes first; a crash republishes at most that
 	// tail.
@@ -83,6 +86,7 @@ func New(cfg Config) (*Outbox, error) {
 	setDefault(&cfg.ElectionKey, DefaultElectionKey)
 	setDefault(&cfg.SessionTTL, DefaultSessionTTL)
 	setDefault(&cfg.MaxBatch, DefaultMaxBatch)
+	setDefault(&cfg.Window, DefaultWindow)
 	setDefault(&cfg.AdvanceEvery, DefaultAdvanceEvery)
 	setDefault(&cfg.AdvanceInterval, DefaultAdvanceInterval)
 	setDefault(&cfg.Retry.Initial, 100*time.Millisecond)

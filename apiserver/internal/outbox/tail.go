@@ -22,11 +22,13 @@ var errLostLeadership = errors.New("outbox: no longer the leader")
 var errRewatch = errors.New("outbox: rewatch")
 
 // progress is the leader's position: published is confirmed by the broker;
-// pending counts events published since the last offer to the storer.
+// pending counts events published since the last offer to the storer; flight holds the
+// batches sent but not yet confirmed, when the publisher pipelines.
 type progress struct {
 	published int64
 	pending   int
 	store     *storer
+	flight    *flight
 }
 
 // lead publishes while this process holds the election.
@@ -84,6 +86,18 @@ func (o *Outbox) lead(ctx context.Context, el *concurrency.Election) error {
 // tail watches from p.published+1 and publishes until an error. Any error
 // leaves p consistent: published covers only confirmed responses.
 func (o *Outbox) tail(ctx context.Context, p *progress) error {
+	if pl, ok := o.cfg.Publisher.(bus.Pipeliner); ok {
+		// Publish with nothing (re)connects; after it, Send may pipeline.
+		if err := pl.Publish(ctx); err != nil {
+			o.metrics.errors.Inc()
+			return fmt.Errorf("publish: %w", err)
+		}
+		p.flight = newFlight(ctx, pl, o.cfg.Window)
+		defer func() {
+			p.flight.stop()
+			p.flight = nil
+		}()
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	wch := o.cfg.Client.Watch(wctx, o.cfg.Prefix, clientv3.WithPrefix(), clientv3.WithRev(p.published+1),
@@ -98,6 +112,11 @@ func (o *Outbox) tail(ctx context.Context, p *progress) error {
 			return err
 		case <-ticker.C:
 			p.advance()
+		case b := <-p.flight.acks():
+			o.confirmed(p, b)
+		case err := <-p.flight.failures():
+			o.metrics.errors.Inc()
+			return fmt.Errorf("publish: %w", err)
 		case resp, ok := <-wch:
 			if !ok {
 				return errors.New("watch channel closed")
@@ -143,7 +162,11 @@ func (o *Outbox) handle(ctx context.Context, p *progress, resp clientv3.WatchRes
 		return fmt.Errorf("watch: %w", err)
 	}
 	if resp.IsProgressNotify() {
-		// Nothing under the prefix changed up to this revision.
+		// Nothing under the prefix changed up to this revision; behind any batches still
+		// in flight, so it takes effect in order.
+		if p.flight != nil {
+			return o.fly(ctx, p, batch{rev: resp.Header.Revision})
+		}
 		p.published = max(p.published, resp.Header.Revision)
 		o.metrics.lag.Set(0)
 		return nil
@@ -152,6 +175,7 @@ func (o *Outbox) handle(ctx context.Context, p *progress, resp clientv3.WatchRes
 		return nil
 	}
 	received := time.Now()
+	var err error
 	msgs := make([]bus.Message, 0, len(resp.Events))
 	for _, ev := range resp.Events {
 		m, err := toMessage(o.cfg.Prefix, ev)
@@ -162,9 +186,30 @@ func (o *Outbox) handle(ctx context.Context, p *progress, resp clientv3.WatchRes
 		}
 		msgs = append(msgs, m)
 	}
+	last := resp.Events[len(resp.Events)-1].Kv.ModRevision
+	if p.flight != nil {
+		for start := 0; start < len(msgs); start += o.cfg.MaxBatch {
+			end := min(start+o.cfg.MaxBatch, len(msgs))
+			b := batch{n: end - start, received: received, head: resp.Header.Revision}
+			if end == len(msgs) {
+				// Only the end of a response is a whole revision.
+				b.rev = last
+			}
+			if b.wait, err = p.flight.pl.Send(ctx, msgs[start:end]...); err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+			if err := o.fly(ctx, p, b); err != nil {
+				return err
+			}
+		}
+		if len(msgs) == 0 {
+			return o.fly(ctx, p, batch{rev: last, head: resp.Header.Revision})
+		}
+		return nil
+	}
 	for start := 0; start < len(msgs); start += o.cfg.MaxBatch {
 		batch := msgs[start:min(start+o.cfg.MaxBatch, len(msgs))]
-		if err := o.cfg.Publisher.Publish(ctx, batch...); err != nil {
+		if err = o.cfg.Publisher.Publish(ctx, batch...); err != nil {
 			o.metrics.errors.Inc()
 			return fmt.Errorf("publish: %w", err)
 		}
@@ -270,5 +315,113 @@ func pending(wch clientv3.WatchChan) (clientv3.WatchResponse, bool) {
 		return r, ok
 	default:
 		return clientv3.WatchResponse{}, false
+	}
+}
+
+// batch is one Send whose confirms are awaited in order. rev is the revision it completes
+// (0 when a response's events continue in the next batch); head the watch's revision then.
+type batch struct {
+	n        int
+	rev      int64
+	head     int64
+	received time.Time
+	wait     func(context.Context) error
+}
+
+// flight awaits the confirms of sent batches, in send order, on its own goroutine, so the
+// tail keeps sending while the broker confirms.
+type flight struct {
+	pl     bus.Pipeliner
+	in     chan batch
+	done   chan batch
+	failed chan error
+	cancel context.CancelFunc
+	exited chan struct{}
+}
+
+func newFlight(ctx context.Context, pl bus.Pipeliner, window int) *flight {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &flight{pl: pl, in: make(chan batch, window), done: make(chan batch, window),
+		failed: make(chan error, 1), cancel: cancel, exited: make(chan struct{})}
+	go func() {
+		defer close(f.exited)
+		for {
+			var b batch
+			select {
+			case <-ctx.Done():
+				return
+			case b = <-f.in:
+			}
+			if b.wait != nil {
+				if err := b.wait(ctx); err != nil {
+					f.failed <- err
+					return
+				}
+			}
+			select {
+			case f.done <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return f
+}
+
+// acks and failures are nil channels (never ready) without a flight.
+func (f *flight) acks() <-chan batch {
+	if f == nil {
+		return nil
+	}
+	return f.done
+}
+
+func (f *flight) failures() <-chan error {
+	if f == nil {
+		return nil
+	}
+	return f.failed
+}
+
+// stop abandons what is still in flight: its changes are republished from the last
+// confirmed revision.
+func (f *flight) stop() {
+	f.cancel()
+	<-f.exited
+}
+
+// fly queues b behind the batches in flight, applying confirms while the window is full.
+func (o *Outbox) fly(ctx context.Context, p *progress, b batch) error {
+	for {
+		select {
+		case p.flight.in <- b:
+			return nil
+		case a := <-p.flight.done:
+			o.confirmed(p, a)
+		case err := <-p.flight.failed:
+			o.metrics.errors.Inc()
+			return fmt.Errorf("publish: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// confirmed records a batch the broker confirmed.
+func (o *Outbox) confirmed(p *progress, b batch) {
+	if b.n > 0 {
+		took := time.Since(b.received).Seconds()
+		for range b.n {
+			o.metrics.latency.Observe(took)
+		}
+		o.metrics.published.Add(float64(b.n))
+	}
+	if b.rev > p.published {
+		p.published = b.rev
+	}
+	p.pending += b.n
+	o.metrics.lag.Set(float64(max(b.head-p.published, 0)))
+	if p.pending >= o.cfg.AdvanceEvery {
+		p.advance()
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -19,6 +18,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
 )
@@ -233,33 +233,11 @@ func protobufToJSON(data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// metadataOpen is where every stored object's metadata begins: encodeStored writes type meta
-// first, so it is the first occurrence in the document.
-var metadataOpen = []byte(`"metadata":{`)
-
-// withResourceVersion returns a stored object's JSON with metadata.resourceVersion set,
-// without decoding it: reads and writes answer with the bytes etcd holds.
-func withResourceVersion(stored []byte, rev int64) ([]byte, bool) {
-	i := bytes.Index(stored, metadataOpen)
-	if i < 0 || !bytes.HasPrefix(stored, []byte(`{"kind":`)) {
-		return nil, false
-	}
-	i += len(metadataOpen)
-	field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
-	if i < len(stored) && stored[i] != '}' {
-		field += ","
-	}
-	out := make([]byte, 0, len(stored)+len(field))
-	out = append(out, stored[:i]...)
-	out = append(out, field...)
-	return append(out, stored[i:]...), true
-}
-
 // respondStored answers with a stored object: straight from its bytes unless the client asked
 // for a Table (or the bytes are not in the expected shape).
 func (s *Server) respondStored(c *gin.Context, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
 	if !tableRequest(c) {
-		if data, ok := withResourceVersion(stored, rev); ok {
+		if data, ok := storage.WithResourceVersion(stored, rev); ok {
 			c.Data(code, "application/json", data)
 			return
 		}

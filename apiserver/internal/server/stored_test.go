@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/scheme"
 )
 
@@ -23,7 +24,7 @@ func TestWithResourceVersionMatchesDecoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast, ok := withResourceVersion(stored, 42)
+		fast, ok := storage.WithResourceVersion(stored, 42)
 		if !ok {
 			t.Fatalf("stored form not recognised: %s", stored)
 		}
@@ -41,7 +42,7 @@ func TestWithResourceVersionMatchesDecoding(t *testing.T) {
 			t.Fatalf("fast path differs (-decoded +fast):\n%s", diff)
 		}
 	}
-	if _, ok := withResourceVersion([]byte(`{"metadata":{}}`), 1); ok {
+	if _, ok := storage.WithResourceVersion([]byte(`{"metadata":{}}`), 1); ok {
 		t.Fatal("accepted bytes not written by encodeStored")
 	}
 }

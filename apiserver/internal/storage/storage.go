@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strconv"
 )
 
 // Errors every implementation returns, matched with errors.Is.
@@ -77,4 +79,27 @@ type Interface interface {
 	Revision(ctx context.Context) (int64, error)
 	// Compact discards history before rev.
 	Compact(ctx context.Context, rev int64) error
+}
+
+// metadataOpen is where a stored object's metadata begins. Objects are stored as JSON of the
+// typed Go structs, which put type meta first, so it is the first occurrence in the value.
+var metadataOpen = []byte(`"metadata":{`)
+
+// WithResourceVersion returns a stored value with metadata.resourceVersion set to rev (values
+// are stored without it: it is the revision, known only after the write), without decoding
+// it. ok is false for a value not in the stored shape; callers then decode it.
+func WithResourceVersion(stored []byte, rev int64) (out []byte, ok bool) {
+	i := bytes.Index(stored, metadataOpen)
+	if i < 0 || !bytes.HasPrefix(stored, []byte(`{"kind":`)) {
+		return nil, false
+	}
+	i += len(metadataOpen)
+	field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
+	if i < len(stored) && stored[i] != '}' {
+		field += ","
+	}
+	out = make([]byte, 0, len(stored)+len(field))
+	out = append(out, stored[:i]...)
+	out = append(out, field...)
+	return append(out, stored[i:]...), true
 }

@@ -46,10 +46,12 @@ type Bus struct {
 	mu   sync.Mutex // guards the publishing connection and channel
 	conn *amqp.Connection
 	ch   *amqp.Channel
+	// broken is set when a send or confirm failed; only Publish clears it.
+	broken bool
 }
 
 var (
-	_ bus.Publisher = (*Bus)(nil)
+	_ bus.Pipeliner = (*Bus)(nil)
 	_ bus.Consumer  = (*Bus)(nil)
 )
 
@@ -99,16 +101,41 @@ func (b *Bus) declareExchange(ch *amqp.Channel) error {
 	return nil
 }
 
-// Publish implements bus.Publisher: every message is sent persistent, then
-// each confirm is awaited. A failure drops the connection so the next call
-// starts on a fresh one.
+// Publish implements bus.Publisher: every message is sent persistent, then each confirm is
+// awaited. It reconnects when the connection is gone or an earlier send failed.
 func (b *Bus) Publish(ctx context.Context, msgs ...bus.Message) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	if b.broken {
+		b.resetLocked()
+		b.broken = false
+	}
 	ch, err := b.publishChannelLocked()
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	wait, err := b.sendLocked(ctx, ch, msgs)
+	b.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	return wait(ctx)
+}
+
+// Send implements bus.Pipeliner: it publishes on the current connection and leaves the
+// confirms to the returned wait.
+func (b *Bus) Send(ctx context.Context, msgs ...bus.Message) (func(context.Context) error, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.broken || b.ch == nil || b.ch.IsClosed() || b.conn.IsClosed() {
+		return nil, bus.ErrReconnect
+	}
+	return b.sendLocked(ctx, b.ch, msgs)
+}
+
+// sendLocked publishes msgs on ch with deferred confirms. A failure marks the bus broken and
+// drops the connection, so no later Send can go out on a fresh one before a Publish.
+func (b *Bus) sendLocked(ctx context.Context, ch *amqp.Channel, msgs []bus.Message) (func(context.Context) error, error) {
 	confirms := make([]*amqp.DeferredConfirmation, 0, len(msgs))
 	now := time.Now()
 	for _, m := range msgs {
@@ -121,24 +148,36 @@ func (b *Bus) Publish(ctx context.Context, msgs ...bus.Message) error {
 			Body:         m.Body,
 		})
 		if err != nil {
-			b.resetLocked()
-			return fmt.Errorf("publish %s: %w", m.RoutingKey, err)
+			b.breakLocked()
+			return nil, fmt.Errorf("publish %s: %w", m.RoutingKey, err)
 		}
 		confirms = append(confirms, dc)
 	}
-	for i, dc := range confirms {
-		ack, err := dc.WaitContext(ctx)
-		if err != nil {
-			return fmt.Errorf("wait for confirm of %s: %w", msgs[i].RoutingKey, err)
+	return func(ctx context.Context) error {
+		for i, dc := range confirms {
+			ack, err := dc.WaitContext(ctx)
+			if err == nil && !ack {
+				// A nack, or the channel closed under us: the state of the rest is unknown.
+				err = errors.New("broker did not confirm (nack or connection lost)")
+			}
+			if err != nil {
+				b.mu.Lock()
+				// Only the connection this batch went out on is condemned; a newer one,
+				// made by a Publish since, is left alone.
+				if b.ch == ch || b.ch == nil {
+					b.breakLocked()
+				}
+				b.mu.Unlock()
+				return fmt.Errorf("confirm of %s: %w", msgs[i].RoutingKey, err)
+			}
 		}
-		if !ack {
-			// A nack, or the channel closed under us: either way the state
-			// of the rest is unknown, so start over on a fresh channel.
-			b.resetLocked()
-			return fmt.Errorf("publish %s: broker did not confirm (nack or connection lost)", msgs[i].RoutingKey)
-		}
-	}
-	return nil
+		return nil
+	}, nil
+}
+
+func (b *Bus) breakLocked() {
+	b.broken = true
+	b.resetLocked()
 }
 
 func (b *Bus) publishChannelLocked() (*amqp.Channel, error) {

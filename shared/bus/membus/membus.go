@@ -36,7 +36,7 @@ type item struct {
 }
 
 var (
-	_ bus.Publisher = (*Bus)(nil)
+	_ bus.Pipeliner = (*Bus)(nil)
 	_ bus.Consumer  = (*Bus)(nil)
 )
 
@@ -72,6 +72,14 @@ func (b *Bus) Publish(ctx context.Context, msgs ...bus.Message) error {
 	}
 	b.notifyLocked()
 	return nil
+}
+
+// Send implements bus.Pipeliner: delivery is immediate, so the wait reports nothing more.
+func (b *Bus) Send(ctx context.Context, msgs ...bus.Message) (func(context.Context) error, error) {
+	if err := b.Publish(ctx, msgs...); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return nil }, nil
 }
 
 // FailPublish makes every Publish return err until called again with nil,
