@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"minik8s.io/shared/bus"
+	"minik8s.io/shared/bus/amqpbus"
+	"minik8s.io/shared/bus/amqpbus/amqptest"
+)
+
+// brokerRestartEnv opts in to the test that restarts RabbitMQ. Restarting the broker cuts
+// every other test using it, so `make test` runs this one alone, after the rest.
+const brokerRestartEnv = "MINIK8S_E2E_BROKER_RESTART"
+
+// TestBusAcrossBrokerRestart restarts the RabbitMQ application between two bursts of changes:
+// every change still reaches a durable consumer queue, in order per object, as etcd recorded it.
+func TestBusAcrossBrokerRestart(t *testing.T) {
+	if os.Getenv(brokerRestartEnv) == "" {
+		t.Skipf("restarts the shared RabbitMQ; set %s=1 to run it (make test does, alone)", brokerRestartEnv)
+	}
+	amqpURL := requireIntegration(t)
+	srv := startServer(t)
+	ns := fmt.Sprintf("e2e-broker-%08x", rand.Uint32())
+	ours := func(resource, namespace, name string) bool {
+		return namespace == ns || (resource == "namespaces" && name == ns)
+	}
+	rec := consumeDurably(t, amqpURL, func(h map[string]string) bool {
+		return ours(h[bus.HeaderResource], h[bus.HeaderNamespace], h[bus.HeaderName])
+	})
+	from := etcdRevision(t, srv) + 1
+	w := newWriter(t, srv, ns)
+	w.createNamespace()
+	w.churn("a", 6)
+	checkBus(t, srv, rec, from, ours)
+
+	restartBroker(t)
+	w.churn("b", 6)
+	w.pod("p1", "node-1")
+	checkBus(t, srv, rec, from, ours)
+}
+
+// restartBroker stops and starts the RabbitMQ application; durable queues and persistent
+// messages survive, connections do not.
+func restartBroker(t *testing.T) {
+	t.Helper()
+	for _, args := range [][]string{{"stop_app"}, {"start_app"}, {"await_startup"}} {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("rabbitmqctl %s: %v\n%s", args[0], err, out)
+		}
+	}
+}
+
+// consumeDurably records the test's messages through shared/bus's consumer, which reconnects
+// after the broker restarts; the queue is durable, so nothing published meanwhile is lost.
+func consumeDurably(t *testing.T, amqpURL string, keep func(h map[string]string) bool) *recorder {
+	t.Helper()
+	queue := amqptest.Unique("e2e.restart")
+	b := amqpbus.New(amqpbus.Config{URL: amqpURL, Name: queue, Reconnect: bus.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}})
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	connected := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := b.Consume(ctx, bus.Subscription{
+			Queue:    queue,
+			Bindings: []string{"#"},
+			OnConnect: func(context.Context) error {
+				select {
+				case connected <- struct{}{}:
+				default:
+				}
+				return nil
+			},
+			Handler: func(_ context.Context, d bus.Delivery) error {
+				if keep(d.Headers) {
+					rec.mu.Lock()
+					rec.msgs = append(rec.msgs, received{id: d.ID, routingKey: d.RoutingKey, headers: d.Headers, body: d.Body})
+					rec.mu.Unlock()
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			rec.mu.Lock()
+			rec.errs = append(rec.errs, err)
+			rec.mu.Unlock()
+		}
+	}()
+	select {
+	case <-connected:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the consumer did not connect within 60s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = b.Close()
+		conn, err := amqp.Dial(amqpURL)
+		if err != nil {
+			t.Errorf("delete queue %s: %v", queue, err)
+			return
+		}
+		defer conn.Close()
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(queue, false, false, false)
+		}
+	})
+	return rec
+}
