@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Errors implementations return, matched with errors.Is.
+var (
+	ErrNotFound      = errors.New("container not found")
+	ErrImageNotFound = errors.New("image not found")
+	// ErrRegistryUnavailable means an image could not be pulled because no registry answered.
+	ErrRegistryUnavailable = errors.New("image registry unavailable")
+)
+
+// State is a container's lifecycle state.
+type State string
+
+// The states a container can be in.
+const (
+	StateCreated State = "created"
+	StateRunning State = "running"
+	StateExited  State = "exited"
+	StateUnknown State = "unknown"
+)
+
+// Container is what the runtime reports about one container.
+type Container struct {
+	ID      string
+	Name    string
+	Image   string
+	ImageID string
+	Labels  map[string]string
+	State   State
+
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int
+	OOMKilled  bool
+	// Error is the runtime's message for a container that failed to start.
+	Error string
+	// Pid of the container's main process while running (0 otherwise).
+	Pid int
+}
+
+// Mount binds a host path into a container.
+type Mount struct {
+	HostPath      string
+	ContainerPath string
+	ReadOnly      bool
+}
+
+// Resources are cgroup limits. Zero means unlimited / runtime default.
+type Resources struct {
+	// CPUQuota and CPUPeriod in microseconds (limits.cpu = quota/period cores).
+	CPUQuota  int64
+	CPUPeriod int64
+	// CPUShares relative weight (requests.cpu; 1024 per core).
+	CPUShares   int64
+	MemoryLimit int64 // bytes
+}
+
+// ContainerConfig is everything needed to create a container.
+type ContainerConfig struct {
+	Name       string
+	Image      string
+	Command    []string // entrypoint override (Kubernetes "command")
+	Args       []string // cmd override (Kubernetes "args")
+	WorkingDir string
+	Env        []string // KEY=value
+	Labels     map[string]string
+	Hostname   string
+	// NetworkMode is "none" for a pod sandbox, "container:<sandbox id>" for app containers.
+	NetworkMode string
+	// IpcMode and UTSMode: "shareable" for the sandbox, "container:<sandbox id>" to join it.
+	IpcMode string
+	UTSMode string
+	Mounts  []Mount
+	Resources
+	// StopSignal overrides the image's; empty keeps it (SIGTERM by default).
+	StopSignal string
+}
+
+// LogOptions select container output, as `kubectl logs` does.
+type LogOptions struct {
+	Follow     bool
+	Timestamps bool
+	// Tail is the number of last lines; negative means all.
+	Tail  int64
+	Since time.Time
+}
+
+// Stats is one sample of a container's resource usage.
+type Stats struct {
+	Timestamp time.Time
+	// CPUUsageNanos is cumulative CPU time.
+	CPUUsageNanos uint64
+	// MemoryWorkingSetBytes is usage minus inactive file cache, as the kubelet reports it.
+	MemoryWorkingSetBytes uint64
+}
+
+// ExecResult is the outcome of running a command in a container.
+type ExecResult struct {
+	ExitCode int
+	Output   []byte // stdout and stderr, interleaved, capped by the implementation
+}
+
+// Runtime is what the kubelet needs from a container runtime. Every call is bounded by ctx.
+type Runtime interface {
+	// Version names the runtime and its version, e.g. "docker://20.10.24".
+	Version(ctx context.Context) (string, error)
+	// List returns containers whose labels include every pair of match (all if empty),
+	// running or not.
+	List(ctx context.Context, match map[string]string) ([]Container, error)
+	Inspect(ctx context.Context, id string) (Container, error)
+	Create(ctx context.Context, cfg ContainerConfig) (id string, err error)
+	Start(ctx context.Context, id string) error
+	// Stop sends the stop signal, then kills after grace.
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	// Remove deletes a stopped container (forcefully if it still runs).
+	Remove(ctx context.Context, id string) error
+	ImagePresent(ctx context.Context, image string) (bool, error)
+	// Pull fetches an image; ErrRegistryUnavailable when no registry answers,
+	// ErrImageNotFound when the registry has no such image.
+	Pull(ctx context.Context, image string) error
+	Logs(ctx context.Context, id string, opts LogOptions) (io.ReadCloser, error)
+	Stats(ctx context.Context, id string) (Stats, error)
+	Exec(ctx context.Context, id string, cmd []string) (ExecResult, error)
+	// NetNS is the network namespace path of a running container (/proc/<pid>/ns/net).
+	NetNS(ctx context.Context, id string) (string, error)
+}
