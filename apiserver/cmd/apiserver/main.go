@@ -30,7 +30,7 @@ func defaultHome() string {
 
 func main() {
 	var cfg app.Config
-	var etcdServers string
+	var etcdServers, nodes string
 	var logOpts logging.Options
 	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
 	fs.StringVar(&cfg.Home, "home", defaultHome(), "state directory (certificates, tokens, kubeconfigs, embedded etcd data); $MINIK8S_HOME")
@@ -43,8 +43,12 @@ func main() {
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL the outbox publishes to")
 	fs.DurationVar(&cfg.CompactInterval, "compact-interval", 5*time.Minute, "how often etcd history older than one interval is compacted (0 disables)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take at shutdown")
+	fs.StringVar(&nodes, "nodes", "", "comma-separated node names to create identities and kubeconfigs for (kubeconfigs/node-<name>.kubeconfig)")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	if nodes != "" {
+		cfg.Nodes = strings.Split(nodes, ",")
+	}
 	if etcdServers != "" {
 		cfg.EtcdServers = strings.Split(etcdServers, ",")
 	}

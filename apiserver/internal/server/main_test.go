@@ -81,7 +81,13 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	srv := New(Config{
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith lets a test adjust the configuration before the server is built.
+func newHarnessWith(t testing.TB, adjust func(*Config)) *harness {
+	t.Helper()
+	cfg := Config{
 		Store: testStore,
 		Authenticator: func(tok string) (Identity, bool) {
 			return Identity{User: "admin", Groups: []string{"system:masters"}}, tok == testToken
@@ -94,7 +100,11 @@ func newHarness(t testing.TB) *harness {
 		ValidateCreate:        validation.ValidateCreate,
 		ValidateUpdate:        validation.ValidateUpdate,
 		WatchBookmarkInterval: 100 * time.Millisecond,
-	})
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	srv := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Start(ctx); close(done) }()
