@@ -13,7 +13,7 @@ COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker 
                    elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
 COMPONENT_DOCKERFILES := $(wildcard build/Dockerfile.*)
 
-.PHONY: help up down reset build test test-unit test-compose bench images fmt vet lint clean
+.PHONY: help up down reset build test test-unit test-compose bench images component-images fmt vet lint clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -45,7 +45,10 @@ test-compose: ## check docker-compose.yml
 bench: ## control-plane benchmarks vs raw etcd, < 5 min, table on stdout (BENCH_FLAGS=-profile adds pprof)
 	go run ./bench/cmd/bench -timeout 4m $(BENCH_FLAGS)
 
-images: ## component images from build/Dockerfile.<component> (needs a registry for base images)
+images: ## workload images (pause, echo, load, fileserver, busybox) built locally, no registry
+	scripts/images.sh
+
+component-images: ## component images from build/Dockerfile.<component> (needs a registry for base images)
 	@for f in $(COMPONENT_DOCKERFILES); do c=$${f##*.}; \
 	  echo "docker build -f $$f -t minik8s/$$c:dev ."; \
 	  docker build -f $$f -t minik8s/$$c:dev . || exit 1; done

@@ -90,6 +90,10 @@ build() {
   done
 }
 
+# ---- images ----------------------------------------------------------------------------
+# Pods need the pause image and the examples the workload images; only missing ones are built.
+images() { "$ROOT/scripts/images.sh" --if-missing || die "image build failed; see the lines above"; }
+
 # ---- control plane ---------------------------------------------------------------------
 start_component() {
   local name=$1 pid logf=$LOG_DIR/$1.log args=()
@@ -146,11 +150,12 @@ start() {
 MSG
 }
 
-# Stages run alone help when only one part needs redoing: host, build, start; default all.
+# Stages run alone help when only one part needs redoing: host, build, images, start; default all.
 case "${1:-all}" in
   host) host ;;
   build) build ;;
+  images) images ;;
   start) start ;;
-  all) host; build; start ;;
-  *) die "usage: $0 [all|host|build|start]" ;;
+  all) host; build; images; start ;;
+  *) die "usage: $0 [all|host|build|images|start]" ;;
 esac

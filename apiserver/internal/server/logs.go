@@ -92,6 +92,9 @@ func (s *Server) podLog(c *gin.Context, t target) {
 	}
 	c.Header("Content-Type", "text/plain")
 	c.Status(http.StatusOK)
+	// Headers go out at once, so `logs -f` of a quiet container shows it is streaming.
+	c.Writer.WriteHeaderNow()
+	c.Writer.Flush()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)

@@ -13,6 +13,10 @@ var (
 	ErrImageNotFound = errors.New("image not found")
 	// ErrRegistryUnavailable means an image could not be pulled because no registry answered.
 	ErrRegistryUnavailable = errors.New("image registry unavailable")
+	// ErrNameInUse means Create was given the name of an existing container.
+	ErrNameInUse = errors.New("container name already in use")
+	// ErrNotRunning means the call needs a running container (Exec, NetNS).
+	ErrNotRunning = errors.New("container not running")
 )
 
 // State is a container's lifecycle state.
@@ -44,6 +48,8 @@ type Container struct {
 	Error string
 	// Pid of the container's main process while running (0 otherwise).
 	Pid int
+	// Resources are the limits the container was created with, as the runtime applied them.
+	Resources Resources
 }
 
 // Mount binds a host path into a container.
@@ -113,7 +119,8 @@ type Runtime interface {
 	// Version names the runtime and its version, e.g. "docker://20.10.24".
 	Version(ctx context.Context) (string, error)
 	// List returns containers whose labels include every pair of match (all if empty),
-	// running or not.
+	// running or not. Only ID, Name, Image, ImageID, Labels, State and CreatedAt are sure to
+	// be set (Docker's list has no more); Inspect gives the rest.
 	List(ctx context.Context, match map[string]string) ([]Container, error)
 	Inspect(ctx context.Context, id string) (Container, error)
 	Create(ctx context.Context, cfg ContainerConfig) (id string, err error)

@@ -1,0 +1,282 @@
+package pods
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik8s.io/kubelet/internal/network"
+	"minik8s.io/kubelet/internal/pods/backoff"
+	"minik8s.io/kubelet/internal/pods/pleg"
+	"minik8s.io/kubelet/internal/pods/prober"
+	"minik8s.io/kubelet/internal/pods/spec"
+	"minik8s.io/kubelet/internal/pods/status"
+	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// StatusWriter writes a pod's status subresource (see status.Writer).
+type StatusWriter = status.Writer
+
+// Finalizer completes the deletion of a pod whose containers are gone: in the kubelet, a
+// DELETE with gracePeriodSeconds=0.
+type Finalizer interface {
+	Finalize(ctx context.Context, pod *corev1.Pod) error
+}
+
+// Recorder emits Kubernetes events; shared/record's Recorder fits.
+type Recorder interface {
+	Eventf(obj kruntime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Defaults for Config.
+const (
+	DefaultResyncPeriod = 10 * time.Second
+	// defaultGrace is terminationGracePeriodSeconds' API default.
+	defaultGrace = 30 * time.Second
+	// retryDelay is how soon a sync that failed is tried again.
+	retryDelay = time.Second
+	// callTimeout bounds each runtime and network call of a sync, except stops, which get
+	// their grace period on top.
+	callTimeout = 2 * time.Minute
+)
+
+// Config wires a Manager to its node and its collaborators.
+type Config struct {
+	NodeName string
+	HostIP   string
+	// RootDir keeps per-pod files (emptyDir volumes and the like).
+	RootDir      string
+	SandboxImage string
+	Lookup       spec.Lookup
+
+	Runtime   runtime.Runtime
+	Network   network.Network
+	Status    StatusWriter
+	Finalizer Finalizer
+	Recorder  Recorder
+	Clock     clock.Clock
+	Logger    *slog.Logger
+
+	// RelistPeriod is the PLEG's; pleg.DefaultPeriod when zero.
+	RelistPeriod time.Duration
+	// ResyncPeriod is how often each pod is synced without any trigger.
+	ResyncPeriod time.Duration
+}
+
+// Manager runs the pods bound to this node: one worker per pod, fed by desired-state updates,
+// container lifecycle events and probe results.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	builder spec.Builder
+	crash   *backoff.BackOff
+	pulls   *backoff.BackOff
+	status  *status.Manager
+	prober  *prober.Manager
+	pleg    *pleg.PLEG
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+	// finished holds pods finalized or cleaned up, so a late Update of the same uid does not
+	// bring them back; Remove clears the entry.
+	finished map[types.UID]bool
+	synced   bool
+	// spawn wakes Start's loop to launch workers for new pods.
+	spawn chan struct{}
+}
+
+// New returns a Manager; nothing runs until Start.
+func New(cfg Config) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = DefaultResyncPeriod
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = nopRecorder{}
+	}
+	m := &Manager{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "pods"),
+		builder:  spec.Builder{RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage, Lookup: cfg.Lookup},
+		crash:    backoff.New(cfg.Clock),
+		pulls:    backoff.New(cfg.Clock),
+		status:   status.NewManager(cfg.Status),
+		workers:  map[types.UID]*worker{},
+		finished: map[types.UID]bool{},
+		spawn:    make(chan struct{}, 1),
+	}
+	m.prober = prober.New(prober.Config{
+		Exec: cfg.Runtime, Clock: cfg.Clock, Recorder: cfg.Recorder, Logger: cfg.Logger,
+		OnChange: func(uid string) { m.wake(types.UID(uid)) },
+	})
+	m.pleg = pleg.New(pleg.Config{
+		Lister: cfg.Runtime, Clock: cfg.Clock, Period: cfg.RelistPeriod, Logger: cfg.Logger,
+		OnEvent:  func(e pleg.Event) { m.wake(types.UID(e.PodUID)) },
+		OnRelist: m.relisted,
+	})
+	return m
+}
+
+// Update sets the desired state of a pod bound to this node. A deletionTimestamp asks for the
+// pod to be stopped and then finalized.
+func (m *Manager) Update(pod *corev1.Pod) {
+	pod = pod.DeepCopy()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finished[pod.UID] {
+		return
+	}
+	w, ok := m.workers[pod.UID]
+	if !ok {
+		w = newWorker(pod.UID)
+		m.workers[pod.UID] = w
+		m.kickLocked()
+	}
+	w.desired = pod
+	w.removed = false
+	w.signal()
+}
+
+// Remove says the pod no longer exists in the API: its containers are stopped and removed,
+// and nothing is finalized.
+func (m *Manager) Remove(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.finished, uid)
+	if w, ok := m.workers[uid]; ok {
+		w.removed = true
+		w.signal()
+	}
+}
+
+// MarkSynced says every desired pod has been passed to Update once (after the first relist
+// from the API or the cache). Only then are containers of unknown pods removed: before it,
+// an unknown pod may simply not have been listed yet.
+func (m *Manager) MarkSynced() {
+	m.mu.Lock()
+	m.synced = true
+	m.mu.Unlock()
+}
+
+// HasSynced reports whether MarkSynced was called.
+func (m *Manager) HasSynced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.synced
+}
+
+// LastRelist is when the PLEG last listed the runtime successfully, for health checks.
+func (m *Manager) LastRelist() time.Time { return m.pleg.LastRelist() }
+
+// Start runs the PLEG and the pod workers until ctx ends, then waits for them to return.
+// Containers keep running when it returns: a restarted kubelet adopts them.
+func (m *Manager) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = m.pleg.Start(ctx)
+	}()
+	m.kick()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			m.prober.Wait()
+			return nil
+		case <-m.spawn:
+		}
+		m.mu.Lock()
+		for _, w := range m.workers {
+			if w.running {
+				continue
+			}
+			w.running = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m.runWorker(ctx, w)
+			}()
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *Manager) kick() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.kickLocked()
+}
+
+func (m *Manager) kickLocked() {
+	select {
+	case m.spawn <- struct{}{}:
+	default:
+	}
+}
+
+// wake asks the pod's worker for a sync.
+func (m *Manager) wake(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w, ok := m.workers[uid]; ok {
+		w.signal()
+	}
+}
+
+// relisted starts cleanup workers for containers of pods nobody asked for.
+func (m *Manager) relisted(uids map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.synced {
+		return
+	}
+	for u := range uids {
+		uid := types.UID(u)
+		if _, ok := m.workers[uid]; ok {
+			continue
+		}
+		m.log.Info("removing containers of unknown pod", "pod", u)
+		w := newWorker(uid)
+		w.removed = true
+		m.workers[uid] = w
+		m.kickLocked()
+	}
+}
+
+// desired returns the pod's desired state (nil for an orphan) and whether it was removed.
+func (m *Manager) desired(w *worker) (*corev1.Pod, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return w.desired, w.removed
+}
+
+// retire forgets a worker whose pod is gone for good. It fails, and the worker keeps going,
+// when an Update brought a live version of the pod meanwhile.
+func (m *Manager) retire(w *worker, finalized bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !w.removed && w.desired != nil && w.desired.DeletionTimestamp == nil {
+		return false
+	}
+	delete(m.workers, w.uid)
+	if finalized {
+		m.finished[w.uid] = true
+	}
+	return true
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Eventf(kruntime.Object, string, string, string, ...any) {}

@@ -1,0 +1,216 @@
+package spec
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/kubelet/internal/runtime"
+)
+
+func pod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{
+			Name: "app", Image: "echo:1", Command: []string{"/echo"}, Args: []string{"-port", "80"}, WorkingDir: "/w",
+		}}},
+	}
+}
+
+func TestSandbox(t *testing.T) {
+	got := Builder{}.Sandbox(pod(), 2)
+	want := runtime.ContainerConfig{
+		Name:  "k8s_POD_web_default_u1_2",
+		Image: DefaultSandboxImage,
+		Labels: map[string]string{
+			LabelPodUID: "u1", LabelPodName: "web", LabelPodNamespace: "default", LabelContainerName: "POD",
+			LabelContainerHash: SandboxHash(pod()), LabelRestartCount: "2", LabelSandbox: "true",
+		},
+		Hostname: "web", NetworkMode: "none", IpcMode: "shareable",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sandbox (-want +got):\n%s", diff)
+	}
+}
+
+func TestContainer(t *testing.T) {
+	p := pod()
+	p.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: "A", Value: "1"},
+		{Name: "B", Value: "$(A)-$$(A)-$(NOPE)"},
+		{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+		{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "HOST", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+		{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		{Name: "LBL", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+		{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "k"}}},
+		{Name: "SEC", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "pw"}}},
+	}
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}}
+	b := Builder{Lookup: lookup{}}
+	got, err := b.Container(t.Context(), p, &p.Spec.Containers[0], "sb1", 3, Env{PodIP: "10.244.0.5", HostIP: "192.168.1.2"}, map[string]string{"data": "/host/data"})
+	if err != nil {
+		t.Fatalf("Container: %v", err)
+	}
+	want := runtime.ContainerConfig{
+		Name: "k8s_app_web_default_u1_3", Image: "echo:1", Command: []string{"/echo"}, Args: []string{"-port", "80"}, WorkingDir: "/w",
+		Env: []string{"A=1", "B=1-$(A)-$(NOPE)", "POD=web", "NS=default", "UID=u1", "IP=10.244.0.5", "HOST=192.168.1.2",
+			"NODE=n1", "LBL=web", "CM=v", "SEC=secret"},
+		Labels: map[string]string{
+			LabelPodUID: "u1", LabelPodName: "web", LabelPodNamespace: "default", LabelContainerName: "app",
+			LabelContainerHash: Hash(&p.Spec.Containers[0]), LabelRestartCount: "3",
+		},
+		NetworkMode: "container:sb1", IpcMode: "container:sb1", UTSMode: "container:sb1",
+		Mounts:    []runtime.Mount{{HostPath: "/host/data", ContainerPath: "/data", ReadOnly: true}},
+		Resources: runtime.Resources{CPUQuota: 50000, CPUPeriod: 100000, CPUShares: 256, MemoryLimit: 64 << 20},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Container (-want +got):\n%s", diff)
+	}
+}
+
+func TestContainerWithoutLookup(t *testing.T) {
+	p := pod()
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "k"}}}}
+	if _, err := (Builder{}).Container(t.Context(), p, &p.Spec.Containers[0], "sb", 0, Env{}, nil); err == nil {
+		t.Fatal("Container with a configMap reference and no lookup succeeded, want an error")
+	}
+}
+
+func TestResources(t *testing.T) {
+	q := resource.MustParse
+	tests := []struct {
+		name string
+		in   corev1.ResourceRequirements
+		want runtime.Resources
+	}{
+		{"none", corev1.ResourceRequirements{}, runtime.Resources{}},
+		{"tiny request gets the minimum shares",
+			corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("1m")}},
+			runtime.Resources{CPUShares: 2}},
+		{"limits only default the request",
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("1Gi")}},
+			runtime.Resources{CPUQuota: 200000, CPUPeriod: 100000, CPUShares: 2048, MemoryLimit: 1 << 30}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ResourcesFor(tt.in)); diff != "" {
+				t.Errorf("ResourcesFor (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHash(t *testing.T) {
+	base := pod().Spec.Containers[0]
+	h := Hash(&base)
+	if h2 := Hash(&base); h2 != h {
+		t.Fatalf("Hash is not stable: %s then %s", h, h2)
+	}
+	tests := []struct {
+		name    string
+		mutate  func(c *corev1.Container)
+		changes bool
+	}{
+		{"image", func(c *corev1.Container) { c.Image = "echo:2" }, true},
+		{"args", func(c *corev1.Container) { c.Args = []string{"x"} }, true},
+		{"env", func(c *corev1.Container) { c.Env = []corev1.EnvVar{{Name: "A", Value: "1"}} }, true},
+		{"ports", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80}} }, true},
+		{"resources", func(c *corev1.Container) {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}, true},
+		{"volumeMounts", func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v"}} }, true},
+		{"workingDir", func(c *corev1.Container) { c.WorkingDir = "/x" }, true},
+		{"liveness probe", func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{PeriodSeconds: 3} }, false},
+		{"readiness probe", func(c *corev1.Container) { c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 3} }, false},
+		{"pull policy", func(c *corev1.Container) { c.ImagePullPolicy = corev1.PullNever }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := *base.DeepCopy()
+			tt.mutate(&c)
+			if changed := Hash(&c) != h; changed != tt.changes {
+				t.Errorf("hash changed = %v, want %v", changed, tt.changes)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	cfg := Builder{}.Sandbox(pod(), 4)
+	got, ok := Parse(cfg.Labels)
+	if !ok {
+		t.Fatal("Parse of sandbox labels: not ok")
+	}
+	want := Info{PodUID: "u1", PodName: "web", Namespace: "default", Container: "POD", Hash: SandboxHash(pod()), RestartCount: 4, Sandbox: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	if _, ok := Parse(map[string]string{"other": "x"}); ok {
+		t.Error("Parse of foreign labels: ok, want not ok")
+	}
+}
+
+func TestVolumes(t *testing.T) {
+	root := t.TempDir()
+	p := pod()
+	dirOrCreate := corev1.HostPathDirectoryOrCreate
+	host := filepath.Join(root, "host", "made")
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host, Type: &dirOrCreate}}},
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+	}
+	got, err := Builder{RootDir: root, Lookup: lookup{}}.Volumes(t.Context(), p)
+	if err != nil {
+		t.Fatalf("Volumes: %v", err)
+	}
+	want := map[string]string{
+		"scratch": filepath.Join(root, "pods/u1/volumes/empty-dir/scratch"),
+		"h":       host,
+		"cfg":     filepath.Join(root, "pods/u1/volumes/configmap/cfg"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Volumes (-want +got):\n%s", diff)
+	}
+	for _, dir := range []string{want["scratch"], host} {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Errorf("volume dir %s not created: %v", dir, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(want["cfg"], "k")); err != nil || string(b) != "v" {
+		t.Errorf("configMap file k = %q, %v; want \"v\"", b, err)
+	}
+}
+
+type lookup struct{}
+
+func (lookup) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
+	if name != "cfg" {
+		return nil, errors.New("not found")
+	}
+	return &corev1.ConfigMap{Data: map[string]string{"k": "v"}}, nil
+}
+
+func (lookup) Secret(_ context.Context, _, name string) (*corev1.Secret, error) {
+	if name != "s" {
+		return nil, errors.New("not found")
+	}
+	return &corev1.Secret{Data: map[string][]byte{"pw": []byte("secret")}}, nil
+}

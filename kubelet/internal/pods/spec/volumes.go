@@ -1,0 +1,163 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/kubelet/internal/runtime"
+)
+
+// Volumes prepares the pod's volumes on the host and returns the host path of each by volume
+// name. emptyDir lives under the pod directory so that it is shared by the pod's containers
+// and removed with the pod; hostPath is used in place; configMap and secret volumes are
+// written out as files when a Lookup is configured.
+func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	out := make(map[string]string, len(pod.Spec.Volumes))
+	base := filepath.Join(b.PodDir(string(pod.UID)), "volumes")
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.EmptyDir != nil:
+			dir := filepath.Join(base, "empty-dir", v.Name)
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			// Containers may run as any user; an emptyDir is world-writable as in Kubernetes.
+			if err := os.Chmod(dir, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			out[v.Name] = dir
+		case v.HostPath != nil:
+			if err := hostPath(v.HostPath); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			out[v.Name] = v.HostPath.Path
+		case v.ConfigMap != nil:
+			cm, err := b.configMap(ctx, pod.Namespace, v.ConfigMap.Name)
+			if err != nil && !optional(v.ConfigMap.Optional) {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			files := map[string][]byte{}
+			if cm != nil {
+				for k, s := range cm.Data {
+					files[k] = []byte(s)
+				}
+				for k, s := range cm.BinaryData {
+					files[k] = s
+				}
+			}
+			dir := filepath.Join(base, "configmap", v.Name)
+			if err := writeFiles(dir, files, v.ConfigMap.Items); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			out[v.Name] = dir
+		case v.Secret != nil:
+			s, err := b.secret(ctx, pod.Namespace, v.Secret.SecretName)
+			if err != nil && !optional(v.Secret.Optional) {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			files := map[string][]byte{}
+			if s != nil {
+				files = s.Data
+			}
+			dir := filepath.Join(base, "secret", v.Name)
+			if err := writeFiles(dir, files, v.Secret.Items); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			out[v.Name] = dir
+		default:
+			return nil, fmt.Errorf("volume %s: unsupported volume type", v.Name)
+		}
+	}
+	return out, nil
+}
+
+func hostPath(h *corev1.HostPathVolumeSource) error {
+	typ := corev1.HostPathUnset
+	if h.Type != nil {
+		typ = *h.Type
+	}
+	switch typ {
+	case corev1.HostPathDirectoryOrCreate:
+		return os.MkdirAll(h.Path, 0o755)
+	case corev1.HostPathFileOrCreate:
+		if err := os.MkdirAll(filepath.Dir(h.Path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(h.Path, os.O_CREATE|os.O_RDONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case corev1.HostPathDirectory, corev1.HostPathFile:
+		fi, err := os.Stat(h.Path)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() != (typ == corev1.HostPathDirectory) {
+			return fmt.Errorf("hostPath %s is not a %s", h.Path, typ)
+		}
+	}
+	return nil
+}
+
+func writeFiles(dir string, files map[string][]byte, items []corev1.KeyToPath) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	paths := map[string]string{}
+	if len(items) == 0 {
+		for k := range files {
+			paths[k] = k
+		}
+	} else {
+		for _, it := range items {
+			paths[it.Key] = it.Path
+		}
+	}
+	for k, p := range paths {
+		data, ok := files[k]
+		if !ok {
+			continue
+		}
+		full := filepath.Join(dir, filepath.Clean("/"+p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mountsFor(c *corev1.Container, volumes map[string]string) ([]runtime.Mount, error) {
+	var out []runtime.Mount
+	for _, m := range c.VolumeMounts {
+		host, ok := volumes[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("volumeMount %s: no such volume", m.Name)
+		}
+		if m.SubPath != "" {
+			host = filepath.Join(host, filepath.Clean("/"+m.SubPath))
+			if err := os.MkdirAll(host, 0o777); err != nil {
+				return nil, fmt.Errorf("volumeMount %s: %w", m.Name, err)
+			}
+		}
+		out = append(out, runtime.Mount{HostPath: host, ContainerPath: m.MountPath, ReadOnly: m.ReadOnly})
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,478 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/kubelet/internal/network"
+	"minik8s.io/kubelet/internal/pods/backoff"
+	"minik8s.io/kubelet/internal/pods/prober"
+	"minik8s.io/kubelet/internal/pods/spec"
+	"minik8s.io/kubelet/internal/pods/status"
+	"minik8s.io/kubelet/internal/runtime"
+)
+
+func podRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// formatPod names a pod in messages the way Kubernetes' format.Pod does.
+func formatPod(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// list returns the pod's containers with their full state. Runtimes list only ids, labels and
+// states cheaply (Docker's list has no exit codes or times), so each container is inspected
+// once per state it is seen in and the answer kept: a container's details only change with
+// its state.
+func (m *Manager) list(ctx context.Context, w *worker) (observed, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	list, err := m.cfg.Runtime.List(ctx, map[string]string{spec.LabelPodUID: string(w.uid)})
+	if err != nil {
+		return observed{}, fmt.Errorf("list containers of pod %s: %w", w.uid, err)
+	}
+	full := make([]runtime.Container, 0, len(list))
+	seen := make(map[string]bool, len(list))
+	for _, c := range list {
+		seen[c.ID] = true
+		if known, ok := w.inspected[c.ID]; ok && known.State == c.State {
+			full = append(full, known)
+			continue
+		}
+		d, err := m.cfg.Runtime.Inspect(ctx, c.ID)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return observed{}, fmt.Errorf("inspect container of pod %s: %w", w.uid, err)
+		}
+		if d.Labels == nil {
+			d.Labels = c.Labels
+		}
+		w.inspected[c.ID] = d
+		full = append(full, d)
+	}
+	for id := range w.inspected {
+		if !seen[id] {
+			delete(w.inspected, id)
+		}
+	}
+	return observe(full), nil
+}
+
+// syncPod brings one pod's containers to its desired state and reports its status. ctx is the
+// worker's: it outlives the sync, so probe workers started here live as long as the worker.
+func (m *Manager) syncPod(ctx context.Context, w *worker, pod *corev1.Pod, removed bool) outcome {
+	uid := string(w.uid)
+	log := m.log.With("pod", uid)
+	if pod != nil {
+		log = m.log.With("pod", podRef(pod))
+	}
+	obs, err := m.list(ctx, w)
+	if err != nil {
+		log.Warn("sync failed", "err", err)
+		return outcome{after: retryDelay}
+	}
+	if pod == nil || removed || pod.DeletionTimestamp != nil {
+		return m.terminate(ctx, w, pod, removed, obs, log)
+	}
+
+	unhealthy := map[string]string{}
+	for _, c := range obs.running() {
+		if r, _ := m.prober.Get(c.ID, prober.Liveness); r == prober.Failure {
+			unhealthy[c.ID] = "liveness"
+		} else if r, _ := m.prober.Get(c.ID, prober.Startup); r == prober.Failure {
+			unhealthy[c.ID] = "startup"
+		}
+	}
+	st := &syncState{waiting: map[string]status.Waiting{}}
+	inBackOff := m.crashBackOff(pod, obs, st)
+	acts := computeActions(actionInput{pod: pod, obs: obs, unhealthy: unhealthy, inBackOff: inBackOff})
+	// Only containers that would restart show CrashLoopBackOff; the others show how they ended.
+	backing := map[string]bool{}
+	for _, name := range acts.backingOff {
+		backing[name] = true
+	}
+	for name := range st.waiting {
+		if !backing[name] {
+			delete(st.waiting, name)
+		}
+	}
+	if err := m.execute(ctx, w, pod, obs, acts, st); err != nil {
+		log.Warn("sync failed", "err", err)
+		st.out.soon(retryDelay)
+	}
+
+	if obs, err = m.list(ctx, w); err != nil {
+		log.Warn("sync failed", "err", err)
+		st.out.soon(retryDelay)
+		return st.out
+	}
+	m.syncProbes(ctx, w, pod, obs)
+	m.writeStatus(ctx, w, pod, obs, st, log)
+	return st.out
+}
+
+// crashBackOff finds containers whose last attempt exited less than their back-off ago.
+func (m *Manager) crashBackOff(pod *corev1.Pod, obs observed, st *syncState) map[string]bool {
+	out := map[string]bool{}
+	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		cur := obs.latest(c.Name)
+		if cur == nil || cur.State != runtime.StateExited {
+			continue
+		}
+		key := backoff.Key(string(pod.UID), c.Name)
+		left := m.crash.Remaining(key, cur.FinishedAt)
+		if left <= 0 {
+			continue
+		}
+		out[c.Name] = true
+		st.waiting[c.Name] = status.Waiting{
+			Reason:  "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", m.crash.Delay(key), c.Name, formatPod(pod)),
+		}
+		st.out.soon(left)
+	}
+	return out
+}
+
+func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs observed, a actions, st *syncState) error {
+	for name := range st.waiting {
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, formatPod(pod))
+	}
+	var errs []error
+	if a.killPod {
+		if a.createSandbox && a.attempt > 0 {
+			m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
+		if err := m.killPod(ctx, w, pod, obs, grace(pod, false)); err != nil {
+			return err
+		}
+		if !a.createSandbox {
+			for _, id := range a.remove {
+				if err := m.remove(ctx, id); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		}
+	}
+	for id, k := range a.kill {
+		msg := k.message
+		if k.probe == "" {
+			msg = fmt.Sprintf("Stopping container %s", k.name)
+		}
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "%s", msg)
+		if err := m.stop(ctx, id, grace(pod, false)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, id := range a.remove {
+		if err := m.remove(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	sandboxID := a.sandboxID
+	if a.createSandbox {
+		id, err := m.createSandbox(ctx, w, pod, a.attempt)
+		if err != nil {
+			m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return err
+		}
+		sandboxID = id
+	} else if err := m.ensureNetwork(ctx, w, pod, sandboxID); err != nil {
+		return err
+	}
+	if a.nextInit < 0 && len(a.start) == 0 {
+		return nil
+	}
+	volumes, err := m.builder.Volumes(ctx, pod)
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "Unable to mount volumes for pod %s: %v", formatPod(pod), err)
+		return err
+	}
+	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName}
+	if a.nextInit >= 0 {
+		c := &pod.Spec.InitContainers[a.nextInit]
+		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
+	}
+	for _, i := range a.start {
+		c := &pod.Spec.Containers[i]
+		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
+	}
+	return nil
+}
+
+// createSandbox starts a pod's pause container and attaches it to the network. A sandbox that
+// cannot be attached is removed, so the next sync starts over with a fresh one.
+func (m *Manager) createSandbox(ctx context.Context, w *worker, pod *corev1.Pod, attempt int) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	cfg := m.builder.Sandbox(pod, attempt)
+	if ok, err := m.cfg.Runtime.ImagePresent(cctx, cfg.Image); err == nil && !ok {
+		if err := m.cfg.Runtime.Pull(cctx, cfg.Image); err != nil {
+			return "", fmt.Errorf("sandbox image %s: %w", cfg.Image, err)
+		}
+	}
+	id, err := m.cfg.Runtime.Create(cctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("create sandbox: %w", err)
+	}
+	if err := m.cfg.Runtime.Start(cctx, id); err != nil {
+		m.discard(ctx, id)
+		return "", fmt.Errorf("start sandbox: %w", err)
+	}
+	if err := m.ensureNetwork(ctx, w, pod, id); err != nil {
+		m.discard(ctx, id)
+		return "", err
+	}
+	return id, nil
+}
+
+// ensureNetwork attaches the sandbox (again: SetUp is idempotent, so an adopted sandbox gets
+// its address back) unless this worker already did.
+func (m *Manager) ensureNetwork(ctx context.Context, w *worker, pod *corev1.Pod, sandboxID string) error {
+	if _, ok := w.ips[sandboxID]; ok || sandboxID == "" {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	netns, err := m.cfg.Runtime.NetNS(cctx, sandboxID)
+	if err != nil {
+		return fmt.Errorf("sandbox netns: %w", err)
+	}
+	ip, err := m.cfg.Network.SetUp(cctx, netPod(pod, sandboxID, netns))
+	if err != nil {
+		return fmt.Errorf("set up pod network: %w", err)
+	}
+	w.ips[sandboxID] = ip
+	w.podIP = ip
+	delete(w.tornDown, sandboxID)
+	return nil
+}
+
+func netPod(pod *corev1.Pod, sandboxID, netns string) network.Pod {
+	np := network.Pod{ID: sandboxID, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), NetNS: netns}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := "tcp"
+			if p.Protocol != "" {
+				proto = string(p.Protocol)
+			}
+			np.Ports = append(np.Ports, network.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: lower(proto), HostIP: p.HostIP})
+		}
+	}
+	return np
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// startContainer pulls, creates and starts one container. Failures are not errors of the sync:
+// they show in the container's Waiting state and in events, and the container is retried.
+func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod, c *corev1.Container, prev *runtime.Container, sandboxID string, env spec.Env, volumes map[string]string, st *syncState) {
+	if !m.ensureImage(ctx, w, pod, c, st) {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	restarts := 0
+	if prev != nil {
+		restarts = spec.Restarts(*prev) + 1
+	}
+	cfg, err := m.builder.Container(cctx, pod, c, sandboxID, restarts, env, volumes)
+	if err != nil {
+		m.failed(pod, c, st, "CreateContainerConfigError", err)
+		return
+	}
+	id, err := m.cfg.Runtime.Create(cctx, cfg)
+	if err != nil {
+		m.failed(pod, c, st, "CreateContainerError", err)
+		return
+	}
+	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if err := m.cfg.Runtime.Start(cctx, id); err != nil {
+		// A container that never ran is of no use for logs; removing it frees its name.
+		m.discard(ctx, id)
+		m.failed(pod, c, st, "RunContainerError", err)
+		return
+	}
+	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if prev != nil {
+		ran := prev.FinishedAt.Sub(prev.StartedAt)
+		if prev.State == runtime.StateRunning {
+			ran = m.cfg.Clock.Since(prev.StartedAt)
+		}
+		m.crash.Next(backoff.Key(string(pod.UID), c.Name), ran)
+	}
+}
+
+func (m *Manager) failed(pod *corev1.Pod, c *corev1.Container, st *syncState, reason string, err error) {
+	m.log.Warn("start container failed", "pod", podRef(pod), "container", c.Name, "reason", reason, "err", err)
+	m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+	st.waiting[c.Name] = status.Waiting{Reason: reason, Message: err.Error()}
+	st.out.soon(retryDelay * 10)
+}
+
+// ensureImage makes the container's image present per its pull policy and reports whether it
+// is; when not, the reason is in st.waiting.
+func (m *Manager) ensureImage(ctx context.Context, w *worker, pod *corev1.Pod, c *corev1.Container, st *syncState) bool {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = defaultPullPolicy(c.Image)
+	}
+	present, err := m.cfg.Runtime.ImagePresent(ctx, c.Image)
+	if err != nil {
+		m.failed(pod, c, st, "ErrImagePull", err)
+		return false
+	}
+	switch {
+	case policy == corev1.PullNever && !present:
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+		st.waiting[c.Name] = status.Waiting{Reason: "ErrImageNeverPull", Message: msg}
+		st.out.soon(retryDelay * 10)
+		return false
+	case policy != corev1.PullAlways && present:
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		return true
+	}
+	key := backoff.Key(string(pod.UID), c.Name)
+	if failedAt, ok := w.pullFailed[c.Name]; ok {
+		if left := m.pulls.Remaining(key, failedAt); left > 0 {
+			msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+			m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "BackOff", "%s", msg)
+			st.waiting[c.Name] = status.Waiting{Reason: "ImagePullBackOff", Message: msg}
+			st.out.soon(left)
+			return false
+		}
+	}
+	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	err = m.cfg.Runtime.Pull(ctx, c.Image)
+	switch {
+	case err == nil:
+		delete(w.pullFailed, c.Name)
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q", c.Image)
+		return true
+	case present && errors.Is(err, runtime.ErrRegistryUnavailable):
+		// Machines without a registry run what they have: Always degrades to the local image.
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		return true
+	}
+	m.pulls.Next(key, 0)
+	w.pullFailed[c.Name] = m.cfg.Clock.Now()
+	m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+	st.waiting[c.Name] = status.Waiting{Reason: "ErrImagePull", Message: err.Error()}
+	st.out.soon(m.pulls.Delay(key))
+	return false
+}
+
+// defaultPullPolicy is Kubernetes' defaulting: Always for :latest or untagged images.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	name := image
+	if i := lastIndex(name, '@'); i >= 0 {
+		return corev1.PullIfNotPresent
+	}
+	if i := lastIndex(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	i := lastIndex(name, ':')
+	if i < 0 || name[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func lastIndex(s string, b byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// grace is the pod's termination grace period: the deletion's when deleting.
+func grace(pod *corev1.Pod, deleting bool) time.Duration {
+	if pod == nil {
+		return defaultGrace
+	}
+	if deleting && pod.DeletionGracePeriodSeconds != nil {
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return defaultGrace
+}
+
+func (m *Manager) syncProbes(ctx context.Context, w *worker, pod *corev1.Pod, obs observed) {
+	wasReady := map[string]bool{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		wasReady[cs.ContainerID] = cs.Ready
+	}
+	var targets []prober.Target
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cur := obs.latest(c.Name)
+		if cur == nil || cur.State != runtime.StateRunning {
+			continue
+		}
+		targets = append(targets, prober.Target{
+			Pod: pod, PodIP: w.podIP, Container: c, ContainerID: cur.ID, StartedAt: cur.StartedAt,
+			WasReady: wasReady["docker://"+cur.ID],
+		})
+	}
+	m.prober.Sync(ctx, string(pod.UID), targets)
+}
+
+func (m *Manager) writeStatus(ctx context.Context, w *worker, pod *corev1.Pod, obs observed, st *syncState, log *slog.Logger) {
+	ready, started := map[string]bool{}, map[string]bool{}
+	for _, c := range obs.running() {
+		r, _ := m.prober.Get(c.ID, prober.Readiness)
+		ready[c.ID] = r == prober.Success
+		s, _ := m.prober.Get(c.ID, prober.Startup)
+		started[c.ID] = s == prober.Success
+	}
+	prev := m.status.Previous(pod)
+	ip := w.podIP
+	if ip == "" {
+		// A finished pod adopted after a restart has no attached sandbox left; its address
+		// stays what it was, as in Kubernetes.
+		ip = prev.PodIP
+	}
+	computed := status.Compute(status.Input{
+		Pod: pod, Previous: prev, Containers: obs.all(), PodIP: ip, HostIP: m.cfg.HostIP,
+		Waiting: st.waiting, Ready: ready, Started: started, Now: m.cfg.Clock.Now(),
+	})
+	if m.cfg.Status == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := m.status.Set(ctx, pod, computed); err != nil {
+		log.Warn("status write failed", "err", err)
+		st.out.soon(retryDelay)
+	}
+}

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"minik8s.io/kubelet/internal/runtime"
+)
+
+// Containers finds the runtime containers of pods the kubelet runs.
+type Containers interface {
+	// ContainerID returns the id of a pod's container: the current one, or the one before it
+	// when previous is set. It wraps runtime.ErrNotFound when there is none.
+	ContainerID(ctx context.Context, namespace, pod, container string, previous bool) (string, error)
+	// PodContainers lists, per pod, the running containers to sample for stats.
+	PodContainers(ctx context.Context) ([]PodRef, error)
+}
+
+// PodRef names a pod and its running containers.
+type PodRef struct {
+	Namespace, Name, UID string
+	// Containers maps container names to runtime ids.
+	Containers map[string]string
+}
+
+// TokenReviewer says whether a bearer token is valid; the kubelet asks the apiserver.
+type TokenReviewer func(ctx context.Context, token string) (bool, error)
+
+// Config is what the server needs.
+type Config struct {
+	Node       string
+	Runtime    runtime.Runtime
+	Containers Containers
+	Review     TokenReviewer
+	Registry   *prometheus.Registry
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Server serves the kubelet API. Build it with New; serve Handler().
+type Server struct {
+	cfg   Config
+	mux   *http.ServeMux
+	mu    sync.Mutex
+	valid map[string]time.Time // token -> accepted until
+}
+
+// tokenTTL is how long an accepted token is trusted before asking the apiserver again.
+const tokenTTL = time.Minute
+
+// New builds the server; it starts nothing.
+func New(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), valid: map[string]time.Time{}}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s.mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.auth(http.HandlerFunc(s.logs)))
+	s.mux.Handle("GET /stats/summary", s.auth(http.HandlerFunc(s.summary)))
+	if cfg.Registry != nil {
+		s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+	}
+	return s
+}
+
+// Handler is the root handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		now := s.cfg.Now()
+		s.mu.Lock()
+		until, known := s.valid[token]
+		s.mu.Unlock()
+		if !known || now.After(until) {
+			ok, err := s.cfg.Review(r.Context(), token)
+			if err != nil {
+				http.Error(w, "cannot verify the token with the apiserver: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			if !ok {
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+			s.mu.Lock()
+			s.valid[token] = now.Add(tokenTTL)
+			s.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logs streams a container's output with the options `kubectl logs` sends.
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opts := runtime.LogOptions{Follow: q.Get("follow") == "true", Timestamps: q.Get("timestamps") == "true", Tail: -1}
+	if v := q.Get("tailLines"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			http.Error(w, fmt.Sprintf("tailLines must be a non-negative integer, not %q", v), http.StatusBadRequest)
+			return
+		}
+		opts.Tail = n
+	}
+	if v := q.Get("sinceSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			http.Error(w, fmt.Sprintf("sinceSeconds must be a positive integer, not %q", v), http.StatusBadRequest)
+			return
+		}
+		opts.Since = s.cfg.Now().Add(-time.Duration(n) * time.Second)
+	}
+	var limit int64 = -1
+	if v := q.Get("limitBytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			http.Error(w, fmt.Sprintf("limitBytes must be a positive integer, not %q", v), http.StatusBadRequest)
+			return
+		}
+		limit = n
+	}
+	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	id, err := s.cfg.Containers.ContainerID(r.Context(), ns, pod, ctr, q.Get("previous") == "true")
+	if errors.Is(err, runtime.ErrNotFound) {
+		msg := fmt.Sprintf("container %q in pod %q is not available", ctr, pod)
+		if q.Get("previous") == "true" {
+			msg = fmt.Sprintf("previous terminated container %q in pod %q not found", ctr, pod)
+		}
+		http.Error(w, msg, http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	rc, err := s.cfg.Runtime.Logs(r.Context(), id, opts)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("read logs of container %q: %v", ctr, err), http.StatusInternalServerError)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "text/plain")
+	var src io.Reader = rc
+	if limit > 0 {
+		src = io.LimitReader(rc, limit)
+	}
+	flusher, _ := w.(http.Flusher)
+	// Headers go out at once: a follower must not wait for the first line to see the stream.
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Summary is the stats summary, in the shape of the kubelet's /stats/summary (the parts used).
+type Summary struct {
+	Node NodeStats  `json:"node"`
+	Pods []PodStats `json:"pods"`
+}
+
+// NodeStats names the node.
+type NodeStats struct {
+	NodeName string `json:"nodeName"`
+}
+
+// PodStats are the summed usage of a pod's containers.
+type PodStats struct {
+	PodRef     PodReference     `json:"podRef"`
+	Containers []ContainerStats `json:"containers"`
+	CPU        CPUStats         `json:"cpu"`
+	Memory     MemoryStats      `json:"memory"`
+}
+
+// PodReference identifies a pod.
+type PodReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+}
+
+// ContainerStats is one container's usage.
+type ContainerStats struct {
+	Name   string      `json:"name"`
+	CPU    CPUStats    `json:"cpu"`
+	Memory MemoryStats `json:"memory"`
+}
+
+// CPUStats is cumulative CPU time.
+type CPUStats struct {
+	Time                 time.Time `json:"time"`
+	UsageCoreNanoSeconds uint64    `json:"usageCoreNanoSeconds"`
+}
+
+// MemoryStats is the working set.
+type MemoryStats struct {
+	Time            time.Time `json:"time"`
+	WorkingSetBytes uint64    `json:"workingSetBytes"`
+}
+
+func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
+	sum, err := s.Summary(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(sum)
+}
+
+// Summary samples every running container of every pod.
+func (s *Server) Summary(ctx context.Context) (*Summary, error) {
+	pods, err := s.cfg.Containers.PodContainers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	out := &Summary{Node: NodeStats{NodeName: s.cfg.Node}, Pods: []PodStats{}}
+	for _, p := range pods {
+		ps := PodStats{PodRef: PodReference{Name: p.Name, Namespace: p.Namespace, UID: p.UID}, Containers: []ContainerStats{}}
+		for name, id := range p.Containers {
+			st, err := s.cfg.Runtime.Stats(ctx, id)
+			if errors.Is(err, runtime.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("stats of %s/%s %s: %w", p.Namespace, p.Name, name, err)
+			}
+			cs := ContainerStats{Name: name,
+				CPU:    CPUStats{Time: st.Timestamp, UsageCoreNanoSeconds: st.CPUUsageNanos},
+				Memory: MemoryStats{Time: st.Timestamp, WorkingSetBytes: st.MemoryWorkingSetBytes}}
+			ps.Containers = append(ps.Containers, cs)
+			ps.CPU.UsageCoreNanoSeconds += st.CPUUsageNanos
+			ps.Memory.WorkingSetBytes += st.MemoryWorkingSetBytes
+			if st.Timestamp.After(ps.CPU.Time) {
+				ps.CPU.Time, ps.Memory.Time = st.Timestamp, st.Timestamp
+			}
+		}
+		out.Pods = append(out.Pods, ps)
+	}
+	return out, nil
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/kubelet/internal/runtime/fake"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+type containers struct {
+	current, previous string
+}
+
+func (c containers) ContainerID(_ context.Context, ns, pod, ctr string, previous bool) (string, error) {
+	if ns != "default" || pod != "web" || ctr != "app" {
+		return "", fmt.Errorf("pod %s/%s container %s: %w", ns, pod, ctr, runtime.ErrNotFound)
+	}
+	if previous {
+		if c.previous == "" {
+			return "", runtime.ErrNotFound
+		}
+		return c.previous, nil
+	}
+	return c.current, nil
+}
+
+func (c containers) PodContainers(context.Context) ([]PodRef, error) {
+	return []PodRef{{Namespace: "default", Name: "web", UID: "u1", Containers: map[string]string{"app": c.current}}}, nil
+}
+
+func setup(t *testing.T) (*httptest.Server, *fake.Runtime, string, *atomic.Int32) {
+	t.Helper()
+	rt := fake.New(clock.Real{})
+	rt.AddImage("img")
+	ctx := context.Background()
+	id, err := rt.Create(ctx, runtime.ContainerConfig{Name: "app", Image: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"one\n", "two\n", "three\n"} {
+		if err := rt.WriteLog(id, "stdout", line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.SetStats(id, runtime.Stats{Timestamp: time.Now(), CPUUsageNanos: 5e9, MemoryWorkingSetBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	reviews := &atomic.Int32{}
+	s := New(Config{Node: "n1", Runtime: rt, Containers: containers{current: id},
+		Review: func(_ context.Context, token string) (bool, error) {
+			reviews.Add(1)
+			return token == "good", nil
+		}})
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return hs, rt, id, reviews
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestLogsAuthAndOptions(t *testing.T) {
+	hs, _, _, reviews := setup(t)
+	base := hs.URL + "/containerLogs/default/web/app"
+	if code, _ := get(t, base, ""); code != 401 {
+		t.Fatalf("no token: %d", code)
+	}
+	if code, _ := get(t, base, "bad"); code != 401 {
+		t.Fatalf("bad token: %d", code)
+	}
+	code, body := get(t, base, "good")
+	if code != 200 || body != "one\ntwo\nthree\n" {
+		t.Fatalf("logs: %d %q", code, body)
+	}
+	if _, body := get(t, base+"?tailLines=1", "good"); body != "three\n" {
+		t.Fatalf("tail: %q", body)
+	}
+	if _, body := get(t, base+"?limitBytes=5", "good"); body != "one\nt" {
+		t.Fatalf("limitBytes: %q", body)
+	}
+	if code, _ := get(t, base+"?tailLines=x", "good"); code != 400 {
+		t.Fatalf("bad tailLines: %d", code)
+	}
+	if code, body := get(t, base+"?previous=true", "good"); code != 404 || !strings.Contains(body, "previous terminated container") {
+		t.Fatalf("previous: %d %q", code, body)
+	}
+	if code, _ := get(t, hs.URL+"/containerLogs/default/web/nope", "good"); code != 404 {
+		t.Fatalf("unknown container: %d", code)
+	}
+	// The good token was reviewed once and then trusted for a while.
+	if n := reviews.Load(); n != 2 {
+		t.Fatalf("reviews = %d, want 2 (a missing token is not reviewed; the bad one once; the good one once, then trusted)", n)
+	}
+}
+
+func TestLogsFollow(t *testing.T) {
+	hs, rt, id, _ := setup(t)
+	req, _ := http.NewRequest("GET", hs.URL+"/containerLogs/default/web/app?follow=true&tailLines=0", nil)
+	req.Header.Set("Authorization", "Bearer good")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := rt.WriteLog(id, "stdout", "later\n"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	done := make(chan string, 1)
+	go func() {
+		n, _ := io.ReadAtLeast(resp.Body, buf, len("later\n"))
+		done <- string(buf[:n])
+	}()
+	select {
+	case got := <-done:
+		if got != "later\n" {
+			t.Fatalf("followed %q", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a line written after the request never streamed")
+	}
+}
+
+func TestSummary(t *testing.T) {
+	hs, _, _, _ := setup(t)
+	code, body := get(t, hs.URL+"/stats/summary", "good")
+	if code != 200 {
+		t.Fatalf("summary: %d %s", code, body)
+	}
+	var s Summary
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Node.NodeName != "n1" || len(s.Pods) != 1 || s.Pods[0].CPU.UsageCoreNanoSeconds != 5e9 || s.Pods[0].Memory.WorkingSetBytes != 64<<20 {
+		t.Fatalf("summary %+v", s)
+	}
+}

@@ -1,0 +1,5 @@
+module minik8s.io/workloads
+
+go 1.26.8
+
+require github.com/google/go-cmp v0.7.0

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+// DefaultPort is where a workload listens when $PORT is unset; manifests' containerPort says 8080.
+const DefaultPort = 8080
+
+// shutdownTimeout bounds draining so a pod stops well inside the default 30 s grace period.
+const shutdownTimeout = 5 * time.Second
+
+// Addr returns the listen address from $PORT, or :8080.
+func Addr(getenv func(string) string) (string, error) {
+	p := getenv("PORT")
+	if p == "" {
+		return fmt.Sprintf(":%d", DefaultPort), nil
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("PORT %q: want a number 1-65535", p)
+	}
+	return fmt.Sprintf(":%d", n), nil
+}
+
+// Run serves h on addr until ctx is done, then drains in-flight requests for a bounded time.
+func Run(ctx context.Context, logger *slog.Logger, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           Logged(logger, h),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	logger.Info("serving", "addr", ln.Addr().String())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	// ctx is already done; draining gets its own deadline.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", addr, err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// Logged logs one line per request after it is answered.
+func Logged(logger *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		h.ServeHTTP(rec, r)
+		logger.Info("request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
+			"status", rec.status, "bytes", rec.bytes, "duration", time.Since(start))
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer (Flush for streamed answers).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Logger returns the workloads' logger: text lines on stdout, which the runtime keeps as the
+// container log.
+func Logger(component string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stdout, nil)).With("component", component)
+}
