@@ -1,0 +1,314 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/kubelet/internal/network"
+	"minik8s.io/kubelet/internal/network/cninet"
+	"minik8s.io/kubelet/internal/nodestatus"
+	"minik8s.io/kubelet/internal/podcache/rediscache"
+	"minik8s.io/kubelet/internal/pods"
+	"minik8s.io/kubelet/internal/runtime/dockerruntime"
+	"minik8s.io/kubelet/internal/server"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/bus"
+	"minik8s.io/shared/bus/amqpbus"
+	"minik8s.io/shared/client"
+	"minik8s.io/shared/record"
+	"minik8s.io/shared/run"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// Config is the kubelet's configuration, from flags and the node config file.
+type Config struct {
+	Node       nodestatus.Config
+	Kubeconfig string
+	RootDir    string
+	DockerHost string
+	RedisAddr  string
+	AMQPURL    string
+	Address    string
+	Port       int
+	// SandboxImage is the pause image of every pod.
+	SandboxImage string
+	CNIBinDirs   []string
+	BridgeName   string
+	PLEGPeriod   time.Duration
+	// RelistPeriod is how often the desired pods are relisted from the API (the bus is a hint).
+	RelistPeriod    time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// Validate checks the configuration before anything starts.
+func (c *Config) Validate() error {
+	if c.Node.Name == "" {
+		return errors.New("the node has no name (--node-name or the node config's name)")
+	}
+	if c.RootDir == "" || !filepath.IsAbs(c.RootDir) {
+		return fmt.Errorf("--root-dir %q must be an absolute path", c.RootDir)
+	}
+	if c.Port <= 0 || c.Port > 65535 {
+		return fmt.Errorf("--port %d is not a port", c.Port)
+	}
+	if net.ParseIP(c.Address) == nil {
+		return fmt.Errorf("--address %q is not an IP address", c.Address)
+	}
+	return nil
+}
+
+// apiPods reads and writes pods through the apiserver for the pod workers.
+type apiPods struct {
+	pods *client.Typed[*corev1.Pod, *corev1.PodList]
+}
+
+// UpdateStatus writes a pod's status with the resourceVersion the kubelet last saw; a conflict
+// makes the status manager retry with a newer copy.
+func (a apiPods) UpdateStatus(ctx context.Context, pod *corev1.Pod) error {
+	_, err := a.pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if errors.Is(err, apierror.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Finalize ends a graceful deletion once the pod's containers are gone.
+func (a apiPods) Finalize(ctx context.Context, pod *corev1.Pod) error {
+	zero := int64(0)
+	uid := pod.UID
+	err := a.pods.Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if errors.Is(err, apierror.ErrNotFound) || errors.Is(err, apierror.ErrConflict) {
+		// Already gone, or a new pod of the same name: nothing left of this one to finalize.
+		return nil
+	}
+	return err
+}
+
+// lazyNetwork stands in for the CNI network until the node has its pod CIDR.
+type lazyNetwork struct {
+	mu  sync.Mutex
+	net network.Network
+}
+
+func (l *lazyNetwork) set(n network.Network) {
+	l.mu.Lock()
+	l.net = n
+	l.mu.Unlock()
+}
+
+func (l *lazyNetwork) get() network.Network {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.net
+}
+
+func (l *lazyNetwork) SetUp(ctx context.Context, pod network.Pod) (string, error) {
+	n := l.get()
+	if n == nil {
+		return "", errors.New("the pod network is not configured yet: the node has no pod CIDR")
+	}
+	return n.SetUp(ctx, pod)
+}
+
+func (l *lazyNetwork) TearDown(ctx context.Context, pod network.Pod) error {
+	n := l.get()
+	if n == nil {
+		return errors.New("the pod network is not configured yet: the node has no pod CIDR")
+	}
+	return n.TearDown(ctx, pod)
+}
+
+// Run runs the kubelet until ctx ends. Containers keep running after it returns.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	node := cfg.Node.Name
+	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
+		return fmt.Errorf("root dir: %w", err)
+	}
+	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cl, err := client.New(ccfg)
+	if err != nil {
+		return err
+	}
+	cl = cl.WithLogger(log)
+	podsAPI := client.MustFor[*corev1.Pod, *corev1.PodList](cl)
+
+	docker, err := dockerruntime.New(cfg.DockerHost)
+	if err != nil {
+		return err
+	}
+	defer docker.Close()
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	version, err := docker.Version(vctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("container runtime: %w", err)
+	}
+
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
+	defer rdb.Close()
+	cache := rediscache.New(rdb, rediscache.NodePrefix(node))
+
+	recorder := record.New(record.Config{Component: "kubelet", Host: node, Sink: record.NewAPISink(cl), Logger: log})
+
+	netw := &lazyNetwork{}
+	ncfg := cfg.Node
+	ncfg.ContainerRuntimeVersion = version
+	ncfg.KubeletPort = int32(cfg.Port)
+	ncfg.RootDir = cfg.RootDir
+	ncfg.Readiness = func(ctx context.Context) error {
+		if _, err := docker.Version(ctx); err != nil {
+			return fmt.Errorf("container runtime is down: %v", err)
+		}
+		if netw.get() == nil {
+			return errors.New("network plugin not ready: no pod CIDR yet")
+		}
+		return nil
+	}
+	agent, err := nodestatus.New(ncfg, nodestatus.ClientAPI(cl), clock.Real{}, log.With("part", "nodestatus"))
+	if err != nil {
+		return err
+	}
+	hostIP := ""
+	if addrs, err := (nodestatus.LinuxHost{}).Addresses(); err == nil {
+		for _, a := range addrs {
+			if a.Type == corev1.NodeInternalIP {
+				hostIP = a.Address
+			}
+		}
+	}
+	if ncfg.Addresses.InternalIP != "" {
+		hostIP = ncfg.Addresses.InternalIP
+	}
+	api := apiPods{pods: podsAPI}
+	manager := pods.New(pods.Config{
+		NodeName: node, HostIP: hostIP, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage,
+		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: recorder,
+		Logger: log.With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
+	})
+	src := newSource(node, podsAPI, manager, cache, log.With("part", "source"))
+
+	cert, err := servingCert(filepath.Join(cfg.RootDir, "pki"), node, []string{hostIP, node, "127.0.0.1", "localhost"}, time.Now())
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker},
+		Review: reviewer(ccfg), Registry: reg, Logger: log})
+	httpSrv := &http.Server{
+		Addr:              net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)),
+		Handler:           srv.Handler(),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ln, err := net.Listen("tcp", httpSrv.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+
+	// Before anything is known from the API, what the cache says keeps running.
+	if n, err := src.fromCache(ctx); err != nil {
+		log.Warn("reading the pod cache", "err", err)
+	} else if n > 0 {
+		log.Info("restored desired pods from the cache", "pods", n)
+	}
+
+	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "kubelet." + node, Logger: log.With("part", "bus")})
+	defer b.Close()
+	queue := bus.KubeletQueue(node)
+	bindings, _ := bus.Bindings(queue)
+
+	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	g.Add("recorder", recorder)
+	g.Add("pods", manager)
+	g.Add("node", run.Func(func(ctx context.Context) error {
+		go func() {
+			select {
+			case <-agent.Registered():
+				n, err := cninet.New(cninet.Config{PodCIDR: agent.PodCIDR(), RootDir: cfg.RootDir, BridgeName: cfg.BridgeName, PluginDirs: cfg.CNIBinDirs}, log.With("part", "cni"))
+				if err != nil {
+					log.Error("configuring the pod network", "podCIDR", agent.PodCIDR(), "err", err)
+					return
+				}
+				if err := n.Prepare(ctx); err != nil {
+					log.Error("preparing the pod network", "err", err)
+					return
+				}
+				netw.set(n)
+				log.Info("pod network ready", "podCIDR", agent.PodCIDR())
+			case <-ctx.Done():
+			}
+		}()
+		return agent.Start(ctx)
+	}))
+	g.Add("bus", run.Func(func(ctx context.Context) error {
+		return b.Consume(ctx, bus.Subscription{
+			Queue: queue, Bindings: bindings, Handler: src.handle,
+			// Everything changed after the queue is bound is in it: relist now.
+			OnConnect: func(ctx context.Context) error {
+				if err := src.relist(ctx); err != nil {
+					return err
+				}
+				manager.MarkSynced()
+				return nil
+			},
+		})
+	}))
+	g.Add("relist", run.Func(func(ctx context.Context) error {
+		t := time.NewTicker(cfg.RelistPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				if err := src.relist(ctx); err != nil {
+					log.Warn("relisting pods", "err", err)
+					continue
+				}
+				manager.MarkSynced()
+			}
+		}
+	}))
+	g.Add("https", run.Func(func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- httpSrv.ServeTLS(ln, "", "") }()
+		log.Info("serving", "address", httpSrv.Addr, "node", node)
+		select {
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			_ = httpSrv.Close()
+		}
+		return nil
+	}))
+	return g.Run(ctx)
+}
