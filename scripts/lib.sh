@@ -11,22 +11,27 @@ LOG_DIR=$MINIK8S_HOME/logs
 BINARIES=(
   "apiserver=minik8s.io/apiserver/cmd/apiserver"
   "kubectl=minik8s.io/kubectl/cmd/kubectl"
+  "kubelet=minik8s.io/kubelet/cmd/kubelet"
 )
 
 # Long-running components `make up` starts, in start order (down stops them in reverse).
 # Each needs a function <name>_args printing its flags one per line, and may define
 # <name>_ready (return 0 when serving) for up.sh to wait on.
-COMPONENTS=(apiserver)
+COMPONENTS=(apiserver kubelet)
 
 APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
 APISERVER_PORT=${APISERVER_PORT:-6443}
 AMQP_URL=${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
 ETCD_SERVERS=${ETCD_SERVERS:-}
 ADVERTISE_ADDRESS=${ADVERTISE_ADDRESS:-}
+# The one node `make up` runs on this machine.
+NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
+KUBELET_PORT=${KUBELET_PORT:-10250}
 
 apiserver_args() {
   printf '%s\n' --home "$MINIK8S_HOME" --bind-address "$APISERVER_BIND" \
-    --secure-port "$APISERVER_PORT" --etcd-servers "$ETCD_SERVERS" --amqp-url "$AMQP_URL"
+    --secure-port "$APISERVER_PORT" --etcd-servers "$ETCD_SERVERS" --amqp-url "$AMQP_URL" \
+    --nodes "$NODE_NAME"
   if [ -n "$ADVERTISE_ADDRESS" ]; then printf '%s\n' --advertise-address "$ADVERTISE_ADDRESS"; fi
 }
 
@@ -38,6 +43,20 @@ apiserver_ready() {
   token=$(awk -F, '$2 == "admin" { print $1; exit }' "$tokens")
   curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" \
     "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+}
+
+kubelet_args() {
+  printf '%s\n' --node-name "$NODE_NAME" --kubeconfig "$MINIK8S_HOME/kubeconfigs/node-$NODE_NAME.kubeconfig" \
+    --root-dir "$MINIK8S_HOME/kubelet" --port "$KUBELET_PORT" --amqp-url "$AMQP_URL"
+}
+
+# The kubelet is ready when its Node reports Ready.
+kubelet_ready() {
+  local ca=$MINIK8S_HOME/pki/ca.crt tokens=$MINIK8S_HOME/tokens.csv token
+  token=$(awk -F, '$2 == "admin" { print $1; exit }' "$tokens")
+  curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" \
+    "https://127.0.0.1:$APISERVER_PORT/api/v1/nodes/$NODE_NAME" 2>/dev/null |
+    tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
 }
 
 log() { printf '[minik8s] %s\n' "$*"; }

@@ -142,7 +142,7 @@ start() {
   done
   cat <<MSG
 [minik8s] cluster is up (state in $MINIK8S_HOME)
-  our kubectl:   bin/kubectl get ns
+  our kubectl:   bin/kubectl get nodes
   real kubectl:  kubectl --kubeconfig $MINIK8S_HOME/kubeconfig get ns
   RabbitMQ UI:   http://localhost:15672 (guest/guest)
   logs:          $LOG_DIR/
