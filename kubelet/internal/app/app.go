@@ -219,6 +219,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker},
 		Review: reviewer(ccfg), Registry: reg, Logger: log})
+	reg.MustRegister(server.NewUsageCollector(srv))
 	httpSrv := &http.Server{
 		Addr:              net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)),
 		Handler:           srv.Handler(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -158,5 +159,36 @@ func TestSummary(t *testing.T) {
 	}
 	if s.Node.NodeName != "n1" || len(s.Pods) != 1 || s.Pods[0].CPU.UsageCoreNanoSeconds != 5e9 || s.Pods[0].Memory.WorkingSetBytes != 64<<20 {
 		t.Fatalf("summary %+v", s)
+	}
+}
+
+func TestMetricsExportContainerUsage(t *testing.T) {
+	rt := fake.New(clock.Real{})
+	rt.AddImage("img")
+	ctx := context.Background()
+	id, _ := rt.Create(ctx, runtime.ContainerConfig{Name: "app", Image: "img"})
+	if err := rt.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.SetStats(id, runtime.Stats{Timestamp: time.Now(), CPUUsageNanos: 2500e6, MemoryWorkingSetBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s := New(Config{Node: "n1", Runtime: rt, Containers: containers{current: id}, Registry: reg,
+		Review: func(context.Context, string) (bool, error) { return true, nil }})
+	reg.MustRegister(NewUsageCollector(s))
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	code, body := get(t, hs.URL+"/metrics", "any")
+	if code != 200 {
+		t.Fatalf("metrics: %d", code)
+	}
+	for _, want := range []string{
+		`container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 2.5`,
+		`container_memory_working_set_bytes{container="app",namespace="default",pod="web"} 1.048576e+06`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
