@@ -14,18 +14,16 @@ import (
 	"time"
 
 	"minik8s.io/apiserver/internal/app"
+	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/logging"
 )
 
 func defaultHome() string {
-	if h := os.Getenv("MINIK8S_HOME"); h != "" {
-		return h
-	}
-	home, err := os.UserHomeDir()
+	h, err := kubeconfig.Home()
 	if err != nil {
 		return ".minik8s"
 	}
-	return filepath.Join(home, ".minik8s")
+	return h
 }
 
 func main() {

@@ -87,12 +87,7 @@ func (s *Server) patch(c *gin.Context, t target) {
 		writeError(c, apierror.New(apierror.ErrUnsupportedMediaType, "the patch content type %q is not supported: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", string(pt)))
 		return
 	}
-	directive, err := fieldValidation(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	dry, err := dryRun(c)
+	directive, dry, err := writeOptions(c)
 	if err != nil {
 		writeError(c, err)
 		return

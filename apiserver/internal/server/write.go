@@ -33,6 +33,16 @@ func dryRun(c *gin.Context) (bool, error) {
 	return false, nil
 }
 
+// writeOptions reads what every write takes from the query: the field validation directive
+// and whether it is a dry run.
+func writeOptions(c *gin.Context) (directive string, dry bool, err error) {
+	if directive, err = fieldValidation(c); err != nil {
+		return "", false, err
+	}
+	dry, err = dryRun(c)
+	return directive, dry, err
+}
+
 // nameAlphabet avoids vowels and look-alike characters, as Kubernetes' generated names do.
 const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -54,12 +64,7 @@ func (s *Server) create(c *gin.Context, t target) {
 		s.methodNotAllowed(c, c.Request.Method, t)
 		return
 	}
-	directive, err := fieldValidation(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	dry, err := dryRun(c)
+	directive, dry, err := writeOptions(c)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -178,7 +183,7 @@ func (s *Server) afterWrite(t target, obj runtime.Object) {
 
 // update handles PUT on the main endpoint and on status.
 func (s *Server) update(c *gin.Context, t target) {
-	directive, err := fieldValidation(c)
+	directive, dry, err := writeOptions(c)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -204,11 +209,6 @@ func (s *Server) update(c *gin.Context, t target) {
 	}
 	if t.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != t.namespace {
 		writeError(c, apierror.New(apierror.ErrBadRequest, "the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", m.GetNamespace(), t.namespace))
-		return
-	}
-	dry, err := dryRun(c)
-	if err != nil {
-		writeError(c, err)
 		return
 	}
 	conditional := m.GetResourceVersion() != ""

@@ -15,18 +15,16 @@ import (
 
 	"minik8s.io/kubelet/internal/app"
 	"minik8s.io/kubelet/internal/nodestatus"
+	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/logging"
 )
 
 func home() string {
-	if h := os.Getenv("MINIK8S_HOME"); h != "" {
-		return h
-	}
-	h, err := os.UserHomeDir()
+	h, err := kubeconfig.Home()
 	if err != nil {
 		return ".minik8s"
 	}
-	return filepath.Join(h, ".minik8s")
+	return h
 }
 
 func main() {
