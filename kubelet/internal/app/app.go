@@ -217,7 +217,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker},
+	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
 		Review: reviewer(ccfg), Registry: reg, Logger: log})
 	reg.MustRegister(server.NewUsageCollector(srv))
 	httpSrv := &http.Server{

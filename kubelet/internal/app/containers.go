@@ -12,7 +12,8 @@ import (
 
 // containerIndex finds pods' containers by the labels the kubelet gives them.
 type containerIndex struct {
-	rt runtime.Runtime
+	rt   runtime.Runtime
+	node string
 }
 
 // ContainerID returns the newest container of that name in the pod, or with previous the one
@@ -20,6 +21,7 @@ type containerIndex struct {
 func (c containerIndex) ContainerID(ctx context.Context, namespace, pod, container string, previous bool) (string, error) {
 	list, err := c.rt.List(ctx, map[string]string{
 		spec.LabelPodNamespace: namespace, spec.LabelPodName: pod, spec.LabelContainerName: container,
+		spec.LabelNode: c.node,
 	})
 	if err != nil {
 		return "", err
@@ -43,7 +45,7 @@ func (c containerIndex) ContainerID(ctx context.Context, namespace, pod, contain
 
 // PodContainers lists the running app containers of every pod.
 func (c containerIndex) PodContainers(ctx context.Context) ([]server.PodRef, error) {
-	list, err := c.rt.List(ctx, nil)
+	list, err := c.rt.List(ctx, map[string]string{spec.LabelNode: c.node})
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func New(cfg Config) *Manager {
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "pods"),
-		builder:  spec.Builder{RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage, Lookup: cfg.Lookup},
+		builder:  spec.Builder{NodeName: cfg.NodeName, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage, Lookup: cfg.Lookup},
 		crash:    backoff.New(cfg.Clock),
 		pulls:    backoff.New(cfg.Clock),
 		status:   status.NewManager(cfg.Status),
@@ -122,6 +122,8 @@ func New(cfg Config) *Manager {
 	})
 	m.pleg = pleg.New(pleg.Config{
 		Lister: cfg.Runtime, Clock: cfg.Clock, Period: cfg.RelistPeriod, Logger: cfg.Logger,
+		// Only this node's containers: another kubelet on the same engine owns the rest.
+		Match:    nodeMatch(cfg.NodeName),
 		OnEvent:  func(e pleg.Event) { m.wake(types.UID(e.PodUID)) },
 		OnRelist: m.relisted,
 	})
@@ -280,3 +282,11 @@ func (m *Manager) retire(w *worker, finalized bool) bool {
 type nopRecorder struct{}
 
 func (nopRecorder) Eventf(kruntime.Object, string, string, string, ...any) {}
+
+// nodeMatch selects the containers of one node; without a name (tests), all.
+func nodeMatch(node string) map[string]string {
+	if node == "" {
+		return nil
+	}
+	return map[string]string{spec.LabelNode: node}
+}

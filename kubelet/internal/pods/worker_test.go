@@ -505,3 +505,31 @@ func TestDeadSandboxIsRecreated(t *testing.T) {
 	}
 	h.eventually("status shows one restart", func() bool { return containerStatus(h.latest(pod.UID), "app").RestartCount == 1 })
 }
+
+// Several kubelets may share one container engine: each removes only its own node's orphans.
+func TestOtherNodesContainersAreLeftAlone(t *testing.T) {
+	h := newHarness(t)
+	other := newPod("elsewhere", corev1.RestartPolicyAlways, "app")
+	theirs := spec.Builder{NodeName: "n2", RootDir: h.root, SandboxImage: spec.DefaultSandboxImage}
+	id, err := h.rt.Create(t.Context(), theirs.Sandbox(other, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.Start(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	ghost := newPod("ghost", corev1.RestartPolicyAlways, "app")
+	mine, err := h.rt.Create(t.Context(), h.m.builder.Sandbox(ghost, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.Start(t.Context(), mine); err != nil {
+		t.Fatal(err)
+	}
+	h.m.MarkSynced()
+	// The own orphan goes, which proves the relists ran; the other node's container stays.
+	h.eventually("own orphan removed", func() bool { return len(h.containers(ghost.UID)) == 0 })
+	if n := len(h.containers(other.UID)); n != 1 {
+		t.Fatalf("another node's containers = %d after this node's relists, want 1", n)
+	}
+}

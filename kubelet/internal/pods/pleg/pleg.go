@@ -44,7 +44,9 @@ const DefaultPeriod = time.Second
 // Config configures a PLEG.
 type Config struct {
 	Lister Lister
-	Clock  clock.Clock
+	// Match selects the containers to watch by label (this node's); nil watches all.
+	Match map[string]string
+	Clock clock.Clock
 	// Period between relists; DefaultPeriod when zero.
 	Period time.Duration
 	// OnEvent receives every event of a relist, in container order; it must not block long.
@@ -106,7 +108,7 @@ func (p *PLEG) Start(ctx context.Context) error {
 func (p *PLEG) Relist(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	list, err := p.cfg.Lister.List(ctx, nil)
+	list, err := p.cfg.Lister.List(ctx, p.cfg.Match)
 	if err != nil {
 		return fmt.Errorf("relist: %w", err)
 	}

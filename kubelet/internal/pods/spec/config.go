@@ -24,6 +24,8 @@ type Lookup interface {
 
 // Builder turns pods into container configurations.
 type Builder struct {
+	// NodeName labels every container with the node it belongs to.
+	NodeName string
 	// RootDir holds per-pod state: <RootDir>/pods/<uid>/volumes/...
 	RootDir      string
 	SandboxImage string
@@ -60,7 +62,7 @@ func (b Builder) Sandbox(pod *corev1.Pod, attempt int) runtime.ContainerConfig {
 	return runtime.ContainerConfig{
 		Name:        ContainerName(pod, SandboxName, attempt),
 		Image:       b.sandboxImage(),
-		Labels:      labelsFor(pod, SandboxName, SandboxHash(pod), attempt, true),
+		Labels:      labelsFor(b.NodeName, pod, SandboxName, SandboxHash(pod), attempt, true),
 		Hostname:    hostname,
 		NetworkMode: "none",
 		IpcMode:     "shareable",
@@ -86,7 +88,7 @@ func (b Builder) Container(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 		Args:        c.Args,
 		WorkingDir:  c.WorkingDir,
 		Env:         vars,
-		Labels:      labelsFor(pod, c.Name, Hash(c), restarts, false),
+		Labels:      labelsFor(b.NodeName, pod, c.Name, Hash(c), restarts, false),
 		NetworkMode: join,
 		IpcMode:     join,
 		UTSMode:     join,

@@ -18,6 +18,9 @@ const (
 	LabelContainerHash = "minik8s.io/container-hash"
 	LabelRestartCount  = "minik8s.io/restart-count"
 	LabelSandbox       = "minik8s.io/sandbox"
+	// LabelNode names the node whose kubelet made the container: several kubelets may share
+	// one Docker engine (simulated nodes, tests), and each owns only its own containers.
+	LabelNode = "minik8s.io/node"
 
 	// SandboxName is the container-name label of a pod's sandbox.
 	SandboxName = "POD"
@@ -55,7 +58,7 @@ func Parse(labels map[string]string) (Info, bool) {
 	}, true
 }
 
-func labelsFor(pod *corev1.Pod, container, hash string, restarts int, sandbox bool) map[string]string {
+func labelsFor(node string, pod *corev1.Pod, container, hash string, restarts int, sandbox bool) map[string]string {
 	l := map[string]string{
 		LabelPodUID:        string(pod.UID),
 		LabelPodName:       pod.Name,
@@ -66,6 +69,9 @@ func labelsFor(pod *corev1.Pod, container, hash string, restarts int, sandbox bo
 	}
 	if sandbox {
 		l[LabelSandbox] = "true"
+	}
+	if node != "" {
+		l[LabelNode] = node
 	}
 	return l
 }
