@@ -42,8 +42,8 @@ test-compose: ## check docker-compose.yml
 	@test -n "$(COMPOSE)" || { echo "neither 'docker compose' nor docker-compose is installed" >&2; exit 1; }
 	$(COMPOSE) -f docker-compose.yml config -q
 
-bench: ## control-plane benchmarks vs raw etcd, < 5 min, table on stdout (BENCH_FLAGS=-profile adds pprof)
-	go run ./bench/cmd/bench -timeout 4m $(BENCH_FLAGS)
+bench: ## control-plane vs raw etcd and pod startup vs raw Docker+CNI, tables on stdout (BENCH_FLAGS=-suite=pods, -profile)
+	go run ./bench/cmd/bench -timeout 12m $(BENCH_FLAGS)
 
 images: ## workload images (pause, echo, load, fileserver, busybox) built locally, no registry
 	scripts/images.sh

@@ -45,6 +45,9 @@ type apiserver struct {
 	cmd                      *exec.Cmd
 	exited                   chan struct{} // closed when cmd has been waited for
 	waitErr                  error
+
+	// extraArgs are appended to the command line, e.g. --nodes for the kubelet tests.
+	extraArgs []string
 }
 
 // newAPIServer picks free ports for a server whose state lives in home. It starts nothing.
@@ -117,6 +120,7 @@ func (s *apiserver) start(ctx context.Context) error {
 		args = append(args, "--embedded-etcd-client-url", s.etcdURL(),
 			"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(s.peerPort))
 	}
+	args = append(args, s.extraArgs...)
 	cmd := exec.Command(bins.apiserver, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group: a Ctrl-C on the test does not hit it before the test stops it.

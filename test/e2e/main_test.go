@@ -17,6 +17,7 @@ var bins struct {
 	dir       string
 	apiserver string
 	kubectl   string // ours
+	kubelet   string // the node agent
 	err       error  // why the build failed; tests report it
 }
 
@@ -69,6 +70,7 @@ func build(dir string) error {
 	for _, b := range []struct{ out, pkg string }{
 		{"apiserver", "minik8s.io/apiserver/cmd/apiserver"},
 		{"kubectl", "minik8s.io/kubectl/cmd/kubectl"},
+		{"kubelet", "minik8s.io/kubelet/cmd/kubelet"},
 	} {
 		out := filepath.Join(dir, b.out)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, b.pkg)
@@ -78,6 +80,7 @@ func build(dir string) error {
 	}
 	bins.apiserver = filepath.Join(dir, "apiserver")
 	bins.kubectl = filepath.Join(dir, "kubectl")
+	bins.kubelet = filepath.Join(dir, "kubelet")
 	return nil
 }
 

@@ -1,8 +1,10 @@
-// Command bench measures the minik8s control plane against its own storage
-// and prints a table: API create latency and throughput against raw etcd,
-// and change-event latency through RabbitMQ against a raw etcd watch. It
-// builds and starts a private apiserver and writes only to a temporary
-// directory, which it removes unless -keep is given.
+// Command bench measures minik8s against baselines measured in the same run
+// and prints Markdown tables. Suite apiserver: API create latency and
+// throughput against raw etcd, and change-event latency through RabbitMQ
+// against a raw etcd watch. Suite pods: pod startup latency through a
+// kubelet against the same containers started directly through Docker and
+// CNI. It builds and starts a private apiserver (and kubelet) and writes only
+// to a temporary directory, which it removes unless -keep is given.
 package main
 
 import (
@@ -12,9 +14,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"minik8s.io/bench/internal/podsuite"
 	"minik8s.io/bench/internal/suite"
 )
 
@@ -22,8 +27,16 @@ func main() {
 	cfg := suite.Defaults
 	var keep bool
 	var timeout time.Duration
-	var logLevel string
+	var logLevel, which, plegs string
+	pcfg := podsuite.Defaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods or all")
+	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
+	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
+	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")
+	fs.Float64Var(&pcfg.Rate, "pod-rate", pcfg.Rate, "pods per second in the paced pod test")
+	fs.StringVar(&plegs, "pleg-periods", "1s,100ms", "comma-separated kubelet --pleg-period values; the pod tests run once per value")
+	fs.StringVar(&pcfg.RedisAddr, "redis-addr", pcfg.RedisAddr, "Redis the benchmark kubelet caches its pods in")
 	fs.StringVar(&cfg.Binary, "apiserver", "", "prebuilt apiserver binary (default: build one from the workspace)")
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", cfg.AMQPURL, "RabbitMQ the apiserver publishes to and the benchmark consumes from")
 	fs.IntVar(&cfg.Creates, "creates", cfg.Creates, "measured creates per system in the latency test")
@@ -39,6 +52,20 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
+	if which != "all" && which != "apiserver" && which != "pods" {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods or all\n", which)
+		os.Exit(2)
+	}
+	pcfg.PLEGPeriods = nil
+	for _, p := range strings.Split(plegs, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil || d <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -pleg-periods: %q is not a positive duration\n", p)
+			os.Exit(2)
+		}
+		pcfg.PLEGPeriods = append(pcfg.PLEGPeriods, d)
+	}
+	pcfg.AMQPURL, pcfg.APIServer = cfg.AMQPURL, cfg.Binary
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -50,13 +77,13 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := run(ctx, cfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg suite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -66,11 +93,32 @@ func run(ctx context.Context, cfg suite.Config, keep bool, log *slog.Logger) err
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	cfg.Workdir = dir
-	rep, err := suite.Run(ctx, cfg, log)
-	if err != nil {
-		return err
+	if which == "all" || which == "apiserver" {
+		cfg.Workdir = filepath.Join(dir, "apiserver")
+		if err := os.Mkdir(cfg.Workdir, 0o700); err != nil {
+			return err
+		}
+		rep, err := suite.Run(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		fmt.Println("## Control plane")
+		fmt.Println()
+		rep.Print(os.Stdout)
+		fmt.Println()
 	}
-	rep.Print(os.Stdout)
+	if which == "all" || which == "pods" {
+		pcfg.Workdir = filepath.Join(dir, "pods")
+		if err := os.Mkdir(pcfg.Workdir, 0o700); err != nil {
+			return err
+		}
+		rep, err := podsuite.Run(ctx, pcfg, log)
+		if err != nil {
+			return err
+		}
+		fmt.Println("## Pod startup")
+		fmt.Println()
+		rep.Print(os.Stdout)
+	}
 	return nil
 }

@@ -14,6 +14,9 @@ import (
 // Package is the import path of the apiserver command.
 const Package = "minik8s.io/apiserver/cmd/apiserver"
 
+// KubeletPackage is the import path of the kubelet command.
+const KubeletPackage = "minik8s.io/kubelet/cmd/kubelet"
+
 // PprofEnv names the variable that makes a binary built with pprof serve
 // net/http/pprof on the address it holds.
 const PprofEnv = "MINIK8S_BENCH_PPROF"
@@ -60,6 +63,15 @@ func Build(ctx context.Context, dir string, pprof bool) (string, error) {
 
 // writeOverlay writes the pprof file and the overlay manifest that places it
 // in the apiserver's main package directory.
+// BuildKubelet compiles the kubelet into dir and returns the binary's path.
+func BuildKubelet(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "kubelet")
+	if _, err := goCmd(ctx, "build", "-o", bin, KubeletPackage); err != nil {
+		return "", fmt.Errorf("build kubelet: %w", err)
+	}
+	return bin, nil
+}
+
 func writeOverlay(ctx context.Context, dir string) (string, error) {
 	out, err := goCmd(ctx, "list", "-f", "{{.Dir}}", Package)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,8 @@ type Options struct {
 	Pprof bool
 	// ReadyTimeout bounds the wait for /readyz; zero means one minute.
 	ReadyTimeout time.Duration
+	// Nodes get identities and kubeconfigs (Process.NodeKubeconfig).
+	Nodes []string
 }
 
 // Process is a running apiserver.
@@ -44,6 +47,7 @@ type Process struct {
 	// Pid is the process id.
 	Pid int
 
+	home string
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // from Wait, valid once done is closed
@@ -63,6 +67,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		Kubeconfig: filepath.Join(opts.Home, "kubeconfig"),
 		EtcdURL:    fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		LogPath:    filepath.Join(opts.Home, "apiserver.log"),
+		home:       opts.Home,
 		done:       make(chan struct{}),
 	}
 	args := []string{
@@ -73,6 +78,9 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 	if opts.AMQPURL != "" {
 		args = append(args, "--amqp-url", opts.AMQPURL)
+	}
+	if len(opts.Nodes) > 0 {
+		args = append(args, "--nodes", strings.Join(opts.Nodes, ","))
 	}
 	logFile, err := os.Create(p.LogPath)
 	if err != nil {
@@ -154,6 +162,11 @@ func (p *Process) Client(timeout time.Duration) (*client.Client, error) {
 	cfg.Timeout = timeout
 	cfg.UserAgent = "minik8s-bench"
 	return client.New(cfg)
+}
+
+// NodeKubeconfig is the kubeconfig of a node named in Options.Nodes.
+func (p *Process) NodeKubeconfig(node string) string {
+	return filepath.Join(p.home, "kubeconfigs", "node-"+node+".kubeconfig")
 }
 
 // Stop sends SIGTERM, waits up to grace for a clean exit, then kills.
