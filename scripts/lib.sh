@@ -12,12 +12,14 @@ BINARIES=(
   "apiserver=minik8s.io/apiserver/cmd/apiserver"
   "kubectl=minik8s.io/kubectl/cmd/kubectl"
   "kubelet=minik8s.io/kubelet/cmd/kubelet"
+  "controller-manager=minik8s.io/controller/cmd/controller-manager"
+  "scheduler=minik8s.io/scheduler/cmd/scheduler"
 )
 
 # Long-running components `make up` starts, in start order (down stops them in reverse).
 # Each needs a function <name>_args printing its flags one per line, and may define
 # <name>_ready (return 0 when serving) for up.sh to wait on.
-COMPONENTS=(apiserver kubelet)
+COMPONENTS=(apiserver kubelet scheduler controller-manager)
 
 APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
 APISERVER_PORT=${APISERVER_PORT:-6443}
@@ -50,6 +52,11 @@ kubelet_args() {
     --root-dir "$MINIK8S_HOME/kubelet" --port "$KUBELET_PORT" --amqp-url "$AMQP_URL"
 }
 
+# A function name with '-' is fine in bash (not in POSIX sh); up.sh calls "${name}_args".
+controller-manager_args() {
+  printf '%s\n' --kubeconfig "$MINIK8S_HOME/kubeconfigs/controller-manager.kubeconfig" --amqp-url "$AMQP_URL"
+}
+
 # The kubelet is ready when its Node reports Ready.
 kubelet_ready() {
   local ca=$MINIK8S_HOME/pki/ca.crt tokens=$MINIK8S_HOME/tokens.csv token
@@ -57,6 +64,14 @@ kubelet_ready() {
   curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" \
     "https://127.0.0.1:$APISERVER_PORT/api/v1/nodes/$NODE_NAME" 2>/dev/null |
     tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+}
+
+# The scheduler's strategy: balanced|roundrobin|random|leastpods|leastcpu|leastmemory.
+SCHEDULER_STRATEGY=${SCHEDULER_STRATEGY:-balanced}
+
+scheduler_args() {
+  printf '%s\n' --kubeconfig "$MINIK8S_HOME/kubeconfigs/scheduler.kubeconfig" --amqp-url "$AMQP_URL" \
+    --strategy "$SCHEDULER_STRATEGY"
 }
 
 log() { printf '[minik8s] %s\n' "$*"; }

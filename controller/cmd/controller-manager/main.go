@@ -1,0 +1,58 @@
+// Command controller-manager runs minik8s' cluster-wide controllers (node lifecycle so far)
+// against the apiserver, one active replica at a time when leader election is on.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"minik8s.io/controller/internal/app"
+	"minik8s.io/shared/kubeconfig"
+	"minik8s.io/shared/logging"
+)
+
+func defaultKubeconfig() string {
+	h, err := kubeconfig.Home()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(h, "kubeconfigs", "controller-manager.kubeconfig")
+}
+
+func main() {
+	var cfg app.Config
+	var logOpts logging.Options
+	fs := flag.NewFlagSet("controller-manager", flag.ExitOnError)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", defaultKubeconfig(), "kubeconfig ($MINIK8S_HOME/kubeconfigs/controller-manager.kubeconfig, written by the apiserver)")
+	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL")
+	fs.StringVar(&cfg.Queue, "queue", "controller-manager", "bus queue to consume")
+	fs.DurationVar(&cfg.RelistPeriod, "relist-period", 5*time.Minute, "how often every cache is relisted from the API (the bus is a hint)")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how old a node's Lease may get before the node is marked Ready=Unknown and tainted unreachable")
+	fs.DurationVar(&cfg.PodEvictionTimeout, "pod-eviction-timeout", 300*time.Second, "how long pods without their own toleration stay on an unreachable node before they are deleted")
+	fs.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node is checked")
+	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the controllers only while holding the Lease kube-system/kube-controller-manager")
+	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this candidate's identity (default: hostname_<random>)")
+	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long candidates wait after the leader's last renewal")
+	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops")
+	fs.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the controller-manager may take to stop")
+	logOpts.AddFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	if err := logOpts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
+		os.Exit(2)
+	}
+	log := logOpts.Logger("controller-manager", os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app.Run(ctx, cfg, log); err != nil {
+		log.Error("controller-manager failed", "err", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/controller/internal/informers"
+	"minik8s.io/controller/internal/leaderelection"
+	"minik8s.io/shared/bus"
+	"minik8s.io/shared/bus/amqpbus"
+	"minik8s.io/shared/client"
+	"minik8s.io/shared/record"
+	"minik8s.io/shared/run"
+)
+
+// Leader election Lease, as kube-controller-manager's.
+const (
+	LeaseNamespace = "kube-system"
+	LeaseName      = "kube-controller-manager"
+)
+
+// Config is the controller-manager's configuration, from flags.
+type Config struct {
+	Kubeconfig string
+	AMQPURL    string
+	// Queue is the bus queue consumed; tests use a private one so they do not steal a
+	// running cluster's messages.
+	Queue string
+	// RelistPeriod is how often every cache is relisted, the safety net under the bus.
+	RelistPeriod time.Duration
+
+	NodeMonitorGracePeriod time.Duration
+	PodEvictionTimeout     time.Duration
+	NodeMonitorPeriod      time.Duration
+
+	LeaderElect bool
+	// Identity tells the candidates apart; default hostname_<random>.
+	Identity                                  string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	ShutdownTimeout time.Duration
+}
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Kubeconfig == "" {
+		return errors.New("--kubeconfig is required")
+	}
+	if c.Queue == "" {
+		c.Queue = bus.QueueControllerManager
+	}
+	if c.RelistPeriod <= 0 {
+		c.RelistPeriod = 5 * time.Minute
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--node-monitor-grace-period", c.NodeMonitorGracePeriod},
+		{"--pod-eviction-timeout", c.PodEvictionTimeout},
+		{"--node-monitor-period", c.NodeMonitorPeriod},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		c.Identity = host + "_" + hex.EncodeToString(b)
+	}
+	return nil
+}
+
+// Context is what a controller's constructor gets: the configuration and the shared parts.
+type Context struct {
+	Config    Config
+	Client    *client.Client
+	Informers *informers.Factory
+	Recorder  *record.Recorder
+	Logger    *slog.Logger
+}
+
+// Run runs the controller-manager until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cl, err := client.New(ccfg)
+	if err != nil {
+		return err
+	}
+	cl = cl.WithLogger(log)
+	recorder := record.New(record.Config{Component: "controller-manager", Host: cfg.Identity, Sink: record.NewAPISink(cl), Logger: log})
+	factory := informers.New(informers.ClientSource(cl), informers.Config{RelistPeriod: cfg.RelistPeriod, Logger: log.With("part", "informers")})
+	cctx := &Context{Config: cfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
+	// Controllers are built before the informers start: they ask for the caches they read.
+	controllersGroup := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	for _, c := range controllers {
+		controllersGroup.Add(c.name, c.new(cctx))
+	}
+
+	bindings, ok := bus.Bindings(bus.QueueControllerManager)
+	if !ok {
+		return errors.New("no bus bindings for the controller-manager queue")
+	}
+	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "controller-manager", Logger: log.With("part", "bus")})
+	defer b.Close()
+
+	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	g.Add("recorder", recorder)
+	g.Add("informers", factory)
+	g.Add("bus", run.Func(func(ctx context.Context) error {
+		return b.Consume(ctx, bus.Subscription{
+			Queue: cfg.Queue, Bindings: bindings, Handler: factory.Handle,
+			// Anything changed from now on is in the queue: relist to catch up on the rest.
+			OnConnect: func(context.Context) error { factory.RelistAll(); return nil },
+		})
+	}))
+	g.Add("controllers", run.Func(func(ctx context.Context) error {
+		if !cfg.LeaderElect {
+			return controllersGroup.Run(ctx)
+		}
+		return leaderelection.Run(ctx, leaderelection.Config{
+			Namespace: LeaseNamespace, Name: LeaseName, Identity: cfg.Identity,
+			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+			API: leaseAPI{client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl)}, Logger: log,
+		}, controllersGroup.Run)
+	}))
+	log.Info("starting", "identity", cfg.Identity, "leaderElect", cfg.LeaderElect, "queue", cfg.Queue)
+	return g.Run(ctx)
+}
+
+// leaseAPI is leaderelection.API over the REST client.
+type leaseAPI struct {
+	leases *client.Typed[*coordinationv1.Lease, *coordinationv1.LeaseList]
+}
+
+func (a leaseAPI) Get(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	return a.leases.Get(ctx, namespace, name, metav1.GetOptions{})
+}
+
+func (a leaseAPI) Create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return a.leases.Create(ctx, l, metav1.CreateOptions{})
+}
+
+func (a leaseAPI) Update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return a.leases.Update(ctx, l, metav1.UpdateOptions{})
+}

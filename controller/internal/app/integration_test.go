@@ -1,0 +1,356 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/controller/internal/nodelifecycle"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/bus/amqpbus/amqptest"
+	"minik8s.io/shared/client"
+)
+
+const waitTimeout = 90 * time.Second
+
+// startAPIServer builds and runs the real apiserver with a private home, and stops it when the
+// test ends.
+func startAPIServer(t *testing.T) (home string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "apiserver")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "minik8s.io/apiserver/cmd/apiserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build apiserver: %v\n%s", err, out)
+	}
+	// Distinct free ports, released just before the apiserver binds them.
+	var ports []int
+	var ls []net.Listener
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	home = filepath.Join(dir, "home")
+	logPath := filepath.Join(dir, "apiserver.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--home", home, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]),
+		"--amqp-url", amqptest.URL(),
+		"--embedded-etcd-client-url", "http://127.0.0.1:"+strconv.Itoa(ports[1]),
+		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(ports[2]))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	exited := make(chan struct{})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(exited) }()
+	tail := func() string {
+		data, _ := os.ReadFile(logPath)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		return strings.Join(lines[max(0, len(lines)-30):], "\n")
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(45 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("apiserver did not stop within 45s of SIGTERM; killed")
+		}
+		if t.Failed() {
+			t.Logf("last lines of the apiserver log:\n%s", tail())
+		}
+	})
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // only polls /readyz; the client below verifies the CA
+	}}
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("apiserver exited before it was ready:\n%s", tail())
+		default:
+		}
+		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0]))
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return home
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apiserver not ready after %s:\n%s", waitTimeout, tail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deleteQueue removes the test's private queue through the management API.
+func deleteQueue(t *testing.T, name string) {
+	u := amqptest.ManagementURL() + "/api/queues/%2F/" + url.PathEscape(name)
+	req, err := http.NewRequest(http.MethodDelete, u, nil)
+	if err != nil {
+		t.Errorf("delete queue %s: %v", name, err)
+		return
+	}
+	if pu, err := url.Parse(amqptest.ManagementURL()); err == nil && pu.User != nil {
+		p, _ := pu.User.Password()
+		req.SetBasicAuth(pu.User.Username(), p)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("delete queue %s: %v", name, err)
+		return
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotFound {
+		t.Errorf("delete queue %s: %s", name, resp.Status)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond(t.Context())
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", waitTimeout, what, last)
+}
+
+func hasTaint(n *corev1.Node, effect corev1.TaintEffect) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == nodelifecycle.TaintUnreachable && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}
+
+func condition(n *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == typ {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestNodeLifecycle runs the controller-manager against a real apiserver and RabbitMQ, plays a
+// kubelet by renewing a Lease by hand, and checks the whole cycle: unreachable, eviction,
+// recovery, deletion.
+func TestNodeLifecycle(t *testing.T) {
+	amqptest.Require(t)
+	home := startAPIServer(t)
+	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := client.MustFor[*corev1.Node, *corev1.NodeList](admin)
+	pods := client.MustFor[*corev1.Pod, *corev1.PodList](admin)
+	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](admin)
+
+	// A private queue: the shared controller-manager queue belongs to the running cluster.
+	queue := amqptest.Unique("controller-manager.test")
+	t.Cleanup(func() { deleteQueue(t, queue) })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{
+			Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
+			AMQPURL:    amqptest.URL(), Queue: queue, RelistPeriod: 30 * time.Second,
+			NodeMonitorGracePeriod: 3 * time.Second, PodEvictionTimeout: 5 * time.Second, NodeMonitorPeriod: time.Second,
+			LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			ShutdownTimeout: 20 * time.Second,
+		}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("controller-manager: %v", err)
+			}
+		case <-time.After(45 * time.Second):
+			t.Error("controller-manager did not stop within 45s")
+		}
+	})
+
+	name := "nlc-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	renew := func(ctx context.Context) error {
+		l, err := leases.Get(ctx, nodelifecycle.LeaseNamespace, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}
+	node, err := nodes.Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := nodes.UpdateStatus(t.Context(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node status: %v", err)
+	}
+	holder, secs, now := name, int32(3), metav1.NewMicroTime(time.Now())
+	if _, err := leases.Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nodelifecycle.LeaseNamespace, Name: name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &now},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create lease: %v", err)
+	}
+	newPod := func(podName string) *corev1.Pod {
+		p, err := pods.Create(t.Context(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: podName},
+			Spec:       corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "c", Image: "minik8s/pause:1.0"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+		t.Cleanup(func() {
+			zero := int64(0)
+			err := pods.Delete(context.Background(), "default", podName, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if err != nil && !errors.Is(err, apierror.ErrNotFound) {
+				t.Logf("cleanup pod %s: %v", podName, err)
+			}
+		})
+		return p
+	}
+	first := newPod(name + "-a")
+
+	// No renewals from here: within the grace period the node is lost.
+	waitUntil(t, "the node to be Ready=Unknown and tainted unreachable", func(ctx context.Context) (bool, error) {
+		n, err := nodes.Get(ctx, "", name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := condition(n, corev1.NodeReady)
+		return ready != nil && ready.Status == corev1.ConditionUnknown && ready.Reason == nodelifecycle.ReasonNodeStatusUnknown &&
+			hasTaint(n, corev1.TaintEffectNoExecute) && hasTaint(n, corev1.TaintEffectNoSchedule), nil
+	})
+	waitUntil(t, "the pod to be Ready=False", func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, "default", first.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse {
+				return true, nil
+			}
+		}
+		return p.DeletionTimestamp != nil, nil // already evicted counts too
+	})
+	waitUntil(t, "the pod to be marked for deletion after its toleration", func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, "default", first.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.DeletionTimestamp != nil, nil
+	})
+
+	// The "kubelet" comes back: renewing keeps the node and removes the taints.
+	renewCtx, stopRenewing := context.WithCancel(t.Context())
+	renewDone := make(chan struct{})
+	go func() {
+		defer close(renewDone)
+		for renewCtx.Err() == nil {
+			_ = renew(renewCtx)
+			select {
+			case <-renewCtx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	waitUntil(t, "the unreachable taints to be removed", func(ctx context.Context) (bool, error) {
+		n, err := nodes.Get(ctx, "", name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !hasTaint(n, corev1.TaintEffectNoExecute) && !hasTaint(n, corev1.TaintEffectNoSchedule), nil
+	})
+	second := newPod(name + "-b")
+	stopRenewing()
+	<-renewDone
+
+	// Deleting the Node deletes its pods at once, the terminating one too.
+	if err := nodes.Delete(t.Context(), "", name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete node: %v", err)
+	}
+	for _, p := range []*corev1.Pod{first, second} {
+		waitUntil(t, "pod "+p.Name+" of the deleted node to be gone", func(ctx context.Context) (bool, error) {
+			_, err := pods.Get(ctx, "default", p.Name, metav1.GetOptions{})
+			return errors.Is(err, apierror.ErrNotFound), err
+		})
+	}
+	if err := leases.Delete(t.Context(), nodelifecycle.LeaseNamespace, name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("cleanup lease: %v", err)
+	}
+
+	// The events users see in kubectl describe.
+	events := client.MustFor[*corev1.Event, *corev1.EventList](admin)
+	waitUntil(t, "the NodeNotReady and TaintManagerEviction events", func(ctx context.Context) (bool, error) {
+		list, err := events.List(ctx, "", metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, e := range list.Items {
+			switch {
+			case e.Reason == nodelifecycle.EventNodeNotReady && e.InvolvedObject.Name == name:
+				seen["node"] = e.Message == "Node "+name+" status is now: NodeNotReady"
+			case e.Reason == nodelifecycle.EventTaintManagerEviction && e.InvolvedObject.Name == first.Name:
+				seen["evict"] = e.Message == "Marking for deletion Pod default/"+first.Name
+			}
+		}
+		return seen["node"] && seen["evict"], fmt.Errorf("seen %v", seen)
+	})
+}
+
+// testWriter sends the controller-manager's log to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

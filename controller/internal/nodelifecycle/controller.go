@@ -1,0 +1,329 @@
+package nodelifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/workqueue"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// LeaseNamespace holds the kubelets' heartbeat Leases, one per node, named after it.
+const LeaseNamespace = "kube-node-lease"
+
+// Event reasons, as Kubernetes' node lifecycle controller writes them.
+const (
+	EventNodeNotReady          = "NodeNotReady"
+	EventNodeReady             = "NodeReady"
+	EventTaintManagerEviction  = "TaintManagerEviction"
+	EventDeletingNodePods      = "DeletingAllPods"
+	DefaultGracePeriod         = 40 * time.Second
+	DefaultPodEvictionTimeout  = 300 * time.Second
+	DefaultMonitorPeriod       = 5 * time.Second
+	DefaultWorkers             = 2
+	podNodeIndexMissingMessage = "pods informer has no spec.nodeName index"
+)
+
+// API is the writes the controller makes, and the one read it must not take from the cache.
+type API interface {
+	// GetNode reads a node from the apiserver, to confirm a deletion before force-deleting
+	// its pods: a cache that has not seen a new node yet must not cost that node its pods.
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	UpdateNodeStatus(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+	UpdateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+	UpdatePodStatus(ctx context.Context, pod *corev1.Pod) error
+	// DeletePod deletes the pod with this uid; grace nil means the pod's own grace period.
+	DeletePod(ctx context.Context, namespace, name string, uid types.UID, grace *int64) error
+}
+
+// Recorder reports events; shared/record's Recorder and Fake satisfy it.
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Config wires a Controller.
+type Config struct {
+	Settings
+	// MonitorPeriod is how often every node is looked at again, the safety net under the
+	// event handlers and the requeue timers.
+	MonitorPeriod time.Duration
+	Workers       int
+	// Nodes, Leases and Pods are the shared informers; Pods must have an index of pods by
+	// spec.nodeName under PodNodeIndex.
+	Nodes, Leases, Pods *informer.Informer
+	PodNodeIndex        string
+	API                 API
+	Recorder            Recorder
+	Clock               clock.Clock
+	Logger              *slog.Logger
+}
+
+// Controller is the node lifecycle controller. Build with New, run Start.
+type Controller struct {
+	cfg    Config
+	nodes  informer.Lister[*corev1.Node]
+	leases informer.Lister[*coordinationv1.Lease]
+	pods   informer.Lister[*corev1.Pod]
+	queue  *workqueue.Queue[string]
+	log    *slog.Logger
+	// since is when Start began: no node is judged on heartbeats from before it.
+	since time.Time
+	// handlers are registered on the first Start only.
+	once sync.Once
+}
+
+// New returns a controller; it registers nothing and starts nothing until Start.
+func New(cfg Config) *Controller {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.GracePeriod <= 0 {
+		cfg.GracePeriod = DefaultGracePeriod
+	}
+	if cfg.DefaultToleration <= 0 {
+		cfg.DefaultToleration = DefaultPodEvictionTimeout
+	}
+	if cfg.MonitorPeriod <= 0 {
+		cfg.MonitorPeriod = DefaultMonitorPeriod
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	return &Controller{
+		cfg:    cfg,
+		nodes:  informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
+		leases: informer.NewLister[*coordinationv1.Lease](cfg.Leases.Store()),
+		pods:   informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		queue:  workqueue.New(workqueue.Config[string]{Clock: cfg.Clock}),
+		log:    cfg.Logger.With("controller", "nodelifecycle"),
+	}
+}
+
+// Start reconciles nodes until ctx ends. It waits for the informers to sync first, and drains
+// its workers before returning.
+func (c *Controller) Start(ctx context.Context) error {
+	c.once.Do(c.addHandlers)
+	if !informer.WaitForSync(ctx, c.cfg.Nodes.HasSynced, c.cfg.Leases.HasSynced, c.cfg.Pods.HasSynced) {
+		return nil // ctx ended first
+	}
+	c.since = c.cfg.Clock.Now()
+	c.log.Info("started", "gracePeriod", c.cfg.GracePeriod, "podEvictionTimeout", c.cfg.DefaultToleration)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	c.monitor(ctx)
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) addHandlers() {
+	enqueue := func(obj runtime.Object) {
+		if key, err := informer.KeyOf(obj); err == nil {
+			_, name := informer.SplitKey(key)
+			c.queue.Add(name)
+		}
+	}
+	c.cfg.Nodes.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj runtime.Object) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	leaseChanged := func(obj runtime.Object) {
+		if key, err := informer.KeyOf(obj); err == nil {
+			if ns, name := informer.SplitKey(key); ns == LeaseNamespace {
+				c.queue.Add(name)
+			}
+		}
+	}
+	c.cfg.Leases.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    leaseChanged,
+		UpdateFunc: func(_, obj runtime.Object) { leaseChanged(obj) },
+		DeleteFunc: leaseChanged,
+	})
+	// A pod arriving on a lost or deleted node needs the node's decision applied to it too.
+	podChanged := func(obj runtime.Object) {
+		if pod, ok := informer.DeletedObject(obj).(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			c.queue.Add(pod.Spec.NodeName)
+		}
+	}
+	c.cfg.Pods.AddEventHandler(informer.HandlerFuncs{
+		AddFunc: podChanged,
+		UpdateFunc: func(old, obj runtime.Object) {
+			if o, ok := old.(*corev1.Pod); ok && o.Spec.NodeName == "" {
+				podChanged(obj)
+			}
+		},
+	})
+}
+
+// monitor queues every node, and every node name pods are bound to, each MonitorPeriod: the
+// level-triggered safety net for lost events and for nodes deleted while no one watched.
+func (c *Controller) monitor(ctx context.Context) {
+	for {
+		c.enqueueAll()
+		t := c.cfg.Clock.NewTimer(c.cfg.MonitorPeriod)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (c *Controller) enqueueAll() {
+	nodes, _ := c.nodes.List(nil)
+	for _, n := range nodes {
+		c.queue.Add(n.Name)
+	}
+	pods, _ := c.pods.List(nil)
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if _, err := c.nodes.Get("", p.Spec.NodeName); err != nil {
+			c.queue.Add(p.Spec.NodeName)
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
+	after, err := c.sync(ctx, name)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			c.log.Warn("sync failed, requeueing", "node", name, "err", err)
+		}
+		c.queue.AddRateLimited(name)
+	default:
+		c.queue.Forget(name)
+		if after > 0 {
+			c.queue.AddAfter(name, after)
+		}
+	}
+	return true
+}
+
+// sync applies the decision about one node and says when to look again.
+func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	node, err := c.nodes.Get("", name)
+	if err != nil && !errors.Is(err, apierror.ErrNotFound) {
+		return 0, err
+	}
+	pods, err := c.pods.ByIndex(c.cfg.PodNodeIndex, name)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", podNodeIndexMissingMessage, err)
+	}
+	if node == nil {
+		return 0, c.deletePodsOfDeletedNode(ctx, name, pods)
+	}
+	lease, err := c.leases.Get(LeaseNamespace, name)
+	if err != nil {
+		lease = nil // never renewed: judged from the node's creation
+	}
+	plan := Decide(Input{Node: node, Lease: lease, Pods: pods, Now: c.cfg.Clock.Now(), ObservedSince: c.since}, c.cfg.Settings)
+	return plan.RequeueAfter, c.apply(ctx, node, plan)
+}
+
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Plan) error {
+	log := c.log.With("node", node.Name)
+	current := node
+	if plan.Conditions != nil {
+		next := node.DeepCopy()
+		next.Status.Conditions = plan.Conditions
+		updated, err := c.cfg.API.UpdateNodeStatus(ctx, next)
+		if err != nil {
+			return fmt.Errorf("mark node %s unknown: %w", node.Name, err)
+		}
+		current = updated
+		log.Info("node unreachable: conditions set to Unknown")
+	}
+	if plan.BecameUnreachable {
+		c.cfg.Recorder.Eventf(node, corev1.EventTypeNormal, EventNodeNotReady, "Node %s status is now: %s", node.Name, EventNodeNotReady)
+	}
+	if plan.TaintsChanged {
+		next := current.DeepCopy()
+		next.Spec.Taints = plan.Taints
+		if _, err := c.cfg.API.UpdateNode(ctx, next); err != nil {
+			return fmt.Errorf("update taints of node %s: %w", node.Name, err)
+		}
+		if plan.Unreachable {
+			log.Info("tainted unreachable")
+		} else {
+			log.Info("node is back: unreachable taints removed")
+			c.cfg.Recorder.Eventf(node, corev1.EventTypeNormal, EventNodeReady, "Node %s status is now: %s", node.Name, EventNodeReady)
+		}
+	}
+	var errs []error
+	for _, pod := range plan.PodsNotReady {
+		if err := c.cfg.API.UpdatePodStatus(ctx, pod); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("mark pod %s/%s not ready: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		c.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, EventNodeNotReady, "Node is not ready")
+	}
+	for _, pod := range plan.Evict {
+		c.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, EventTaintManagerEviction, "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
+		if err := c.cfg.API.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, nil); err != nil && !gone(err) {
+			errs = append(errs, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		log.Info("evicted pod from unreachable node", "pod", pod.Namespace+"/"+pod.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// deletePodsOfDeletedNode force-deletes the pods of a node the apiserver confirms is gone.
+func (c *Controller) deletePodsOfDeletedNode(ctx context.Context, name string, pods []*corev1.Pod) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	if _, err := c.cfg.API.GetNode(ctx, name); err == nil {
+		return nil // the cache is behind; the node's own events will bring it here again
+	} else if !errors.Is(err, apierror.ErrNotFound) {
+		return fmt.Errorf("confirm node %s is gone: %w", name, err)
+	}
+	plan := Decide(Input{Pods: pods}, c.cfg.Settings)
+	zero := int64(0)
+	var errs []error
+	for _, pod := range plan.ForceDelete {
+		if err := c.cfg.API.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, &zero); err != nil && !gone(err) {
+			errs = append(errs, fmt.Errorf("delete pod %s/%s of deleted node %s: %w", pod.Namespace, pod.Name, name, err))
+			continue
+		}
+		c.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, EventDeletingNodePods, "Node %s was deleted: deleting Pod %s/%s", name, pod.Namespace, pod.Name)
+		c.log.Info("deleted pod of deleted node", "node", name, "pod", pod.Namespace+"/"+pod.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// gone says a delete found nothing to do: the pod is gone, or its name now holds another pod.
+func gone(err error) bool {
+	return errors.Is(err, apierror.ErrNotFound) || errors.Is(err, apierror.ErrConflict)
+}

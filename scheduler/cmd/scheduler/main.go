@@ -1,0 +1,56 @@
+// Command scheduler is the minik8s scheduler: it binds pending pods to nodes. Several may run;
+// the one holding the kube-scheduler Lease binds.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"minik8s.io/scheduler/internal/app"
+	"minik8s.io/scheduler/internal/framework"
+	"minik8s.io/shared/kubeconfig"
+	"minik8s.io/shared/logging"
+)
+
+func main() {
+	var cfg app.Config
+	var logOpts logging.Options
+	home, err := kubeconfig.Home()
+	if err != nil {
+		home = ".minik8s"
+	}
+	fs := flag.NewFlagSet("scheduler", flag.ExitOnError)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", filepath.Join(home, "kubeconfigs", "scheduler.kubeconfig"), "kubeconfig of the scheduler")
+	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL")
+	fs.StringVar(&cfg.Strategy, "strategy", framework.StrategyBalanced, "how to pick a node: "+strings.Join(framework.StrategyNames, "|"))
+	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader through a Lease so that only one scheduler binds")
+	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this process's name in the Lease (default: hostname_pid)")
+	fs.StringVar(&cfg.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the election Lease")
+	fs.StringVar(&cfg.LeaseName, "leader-elect-resource-name", "kube-scheduler", "name of the election Lease")
+	fs.DurationVar(&cfg.RelistPeriod, "relist-period", time.Minute, "how often pods and nodes are relisted (the bus is a hint)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the scheduler may take to stop")
+	logOpts.AddFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	if err := logOpts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "scheduler: %v\n", err)
+		os.Exit(2)
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "scheduler: %v\n", err)
+		os.Exit(2)
+	}
+	log := logOpts.Logger("scheduler", os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app.Run(ctx, cfg, log); err != nil {
+		log.Error("scheduler failed", "err", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,299 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"minik8s.io/scheduler/internal/cache"
+	"minik8s.io/scheduler/internal/framework"
+	"minik8s.io/scheduler/internal/leader"
+	"minik8s.io/scheduler/internal/queue"
+	"minik8s.io/scheduler/internal/scheduler"
+	"minik8s.io/shared/bus"
+	"minik8s.io/shared/bus/amqpbus"
+	"minik8s.io/shared/client"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/record"
+	"minik8s.io/shared/run"
+)
+
+// Config is the scheduler's configuration, from flags.
+type Config struct {
+	Kubeconfig string
+	AMQPURL    string
+	Strategy   string
+	// LeaderElect turns on the Lease election; off, this process always binds.
+	LeaderElect bool
+	// Identity names this process in the Lease; default hostname_pid.
+	Identity        string
+	LeaseNamespace  string
+	LeaseName       string
+	RelistPeriod    time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// Validate checks the configuration before anything starts.
+func (c *Config) Validate() error {
+	if _, err := framework.NewStrategy(c.Strategy, nil); err != nil {
+		return fmt.Errorf("--strategy: %w", err)
+	}
+	if c.AMQPURL == "" {
+		return errors.New("--amqp-url is empty")
+	}
+	if c.RelistPeriod <= 0 {
+		return fmt.Errorf("--relist-period %s must be positive", c.RelistPeriod)
+	}
+	return nil
+}
+
+// apiWriter binds pods and writes their status through the REST client.
+type apiWriter struct {
+	cl   *client.Client
+	pods *client.Typed[*corev1.Pod, *corev1.PodList]
+}
+
+func (a apiWriter) Bind(ctx context.Context, pod *corev1.Pod, node string) error {
+	b := &corev1.Binding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if _, err := a.cl.Post().Resource(a.pods.Resource(), pod.Namespace, pod.Name, "binding").Body(b).Do(ctx); err != nil {
+		return fmt.Errorf("bind pod %s/%s to %s: %w", pod.Namespace, pod.Name, node, err)
+	}
+	return nil
+}
+
+func (a apiWriter) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	p, err := a.pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return p, nil
+}
+
+// Run runs the scheduler until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	ccfg.UserAgent = "minik8s-scheduler"
+	cl, err := client.New(ccfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	strategy, err := framework.NewStrategy(cfg.Strategy, nil)
+	if err != nil {
+		return err
+	}
+	pods := client.MustFor[*corev1.Pod, *corev1.PodList](cl)
+	nodes := client.MustFor[*corev1.Node, *corev1.NodeList](cl)
+	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl)
+
+	// The bus brings changes; the informers only list, on start, on every reconnect and
+	// every RelistPeriod, so a lost message is repaired.
+	podInf := informer.New(informer.Config{Name: "pods", ListerWatcher: informer.ForNamespace(pods, ""),
+		NoWatch: true, RelistPeriod: cfg.RelistPeriod, Logger: log})
+	nodeInf := informer.New(informer.Config{Name: "nodes", ListerWatcher: informer.ForNamespace(nodes, ""),
+		NoWatch: true, RelistPeriod: cfg.RelistPeriod, Logger: log})
+
+	host, _ := os.Hostname()
+	if cfg.Identity == "" {
+		cfg.Identity = host + "_" + strconv.Itoa(os.Getpid())
+	}
+	recorder := record.New(record.Config{Component: scheduler.Name, Host: host, Sink: record.NewAPISink(cl), Logger: log})
+	var elector *leader.Elector
+	var lead scheduler.Leader
+	if cfg.LeaderElect {
+		elector = leader.New(leader.Config{Leases: leases, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName,
+			Identity: cfg.Identity, Logger: log})
+		lead = elector
+	}
+	var gate *leaderGate
+	if elector != nil {
+		gate = &leaderGate{elector: elector}
+		lead = gate
+	}
+	q := queue.New(nil, 0, 0)
+	s := scheduler.New(scheduler.Config{
+		API: apiWriter{cl: cl, pods: pods}, Pods: informer.NewLister[*corev1.Pod](podInf.Store()),
+		Cache: cache.New(nil, 0), Queue: q, Strategy: strategy, Recorder: recorder, Leader: lead, Logger: log,
+	})
+	podInf.AddEventHandler(s.PodHandler())
+	nodeInf.AddEventHandler(s.NodeHandler())
+
+	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "scheduler", Logger: log.With("part", "bus")})
+	defer b.Close()
+	bindings, _ := bus.Bindings(bus.QueueScheduler)
+	handle := func(_ context.Context, d bus.Delivery) error {
+		ev, err := bus.DecodeEvent(d.Body)
+		if err != nil {
+			log.Warn("dropping undecodable message", "id", d.ID, "err", err)
+			return nil
+		}
+		var inf *informer.Informer
+		switch d.Headers[bus.HeaderResource] {
+		case "pods":
+			inf = podInf
+		case "nodes":
+			inf = nodeInf
+		default:
+			return nil
+		}
+		if _, err := inf.ApplyRaw(ev.Type, ev.Object); err != nil {
+			// The relist repairs what a bad message meant; retrying it would not.
+			log.Warn("dropping bus event", "id", d.ID, "err", err)
+		}
+		return nil
+	}
+
+	log.Info("starting", "strategy", strategy.Name(), "leaderElect", cfg.LeaderElect, "identity", cfg.Identity)
+	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	g.Add("recorder", recorder)
+	g.Add("pods-informer", podInf)
+	g.Add("nodes-informer", nodeInf)
+	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Handler: handle,
+		OnConnect: func(context.Context) error {
+			podInf.RequestRelist()
+			nodeInf.RequestRelist()
+			return nil
+		}}
+	g.Add("bus", run.Func(func(ctx context.Context) error {
+		var l scheduler.Leader
+		if elector != nil {
+			l = elector
+		}
+		return consumeWhileLeading(ctx, b, sub, l)
+	}))
+	if elector != nil {
+		g.Add("leader", elector)
+		g.Add("catch-up", run.Func(func(ctx context.Context) error {
+			return gate.run(ctx, log, func(ctx context.Context) error {
+				return catchUp(ctx, pods, nodes, podInf, nodeInf)
+			})
+		}))
+	}
+	g.Add("scheduler", run.Func(func(ctx context.Context) error {
+		// Scheduling from a partial cache would overcommit nodes whose pods are not listed yet.
+		for !podInf.HasSynced() || !nodeInf.HasSynced() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		log.Info("caches synced")
+		return s.Start(ctx)
+	}))
+	return g.Run(ctx)
+}
+
+// consumeWhileLeading consumes the scheduler queue only while this process leads. All
+// schedulers share one durable queue, and the broker splits a queue's messages among its
+// consumers: a standby consuming too would take half of the leader's hints. A standby keeps
+// its cache from the periodic relist, and relists at once when it takes over (OnConnect).
+func consumeWhileLeading(ctx context.Context, b bus.Consumer, sub bus.Subscription, lead scheduler.Leader) error {
+	if lead == nil {
+		return b.Consume(ctx, sub)
+	}
+	const poll = 200 * time.Millisecond
+	for {
+		for !lead.IsLeader() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(poll):
+			}
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		go func() {
+			for lead.IsLeader() {
+				select {
+				case <-lctx.Done():
+					return
+				case <-time.After(poll):
+				}
+			}
+			cancel()
+		}()
+		err := b.Consume(lctx, sub)
+		cancel()
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// leaderGate lets the scheduling loop act only once this process leads and its cache has
+// caught up since it took over: a standby's cache is only as fresh as its last periodic
+// relist, and scheduling from it would bind pods already bound or onto nodes since cordoned.
+type leaderGate struct {
+	elector  *leader.Elector
+	caughtUp atomic.Bool
+}
+
+func (g *leaderGate) IsLeader() bool { return g.caughtUp.Load() && g.elector.IsLeader() }
+
+// run watches leadership and calls catchUp at the start of every term.
+func (g *leaderGate) run(ctx context.Context, log *slog.Logger, catchUp func(context.Context) error) error {
+	const poll = 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+		leading := g.elector.IsLeader()
+		switch {
+		case !leading:
+			g.caughtUp.Store(false)
+		case !g.caughtUp.Load():
+			if err := catchUp(ctx); err != nil {
+				log.Warn("catching up after taking the lead", "err", err)
+				continue
+			}
+			log.Info("caught up; scheduling")
+			g.caughtUp.Store(true)
+		}
+	}
+}
+
+// catchUp lists nodes and pods and applies them to the informers (stale items are dropped by
+// resourceVersion), then asks for a full relist to notice deletions.
+func catchUp(ctx context.Context, pods *client.Typed[*corev1.Pod, *corev1.PodList], nodes *client.Typed[*corev1.Node, *corev1.NodeList], podInf, nodeInf *informer.Informer) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	nl, err := nodes.List(ctx, "", metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	for i := range nl.Items {
+		if _, err := nodeInf.Apply(watch.Modified, &nl.Items[i]); err != nil {
+			return fmt.Errorf("apply node: %w", err)
+		}
+	}
+	pl, err := pods.List(ctx, "", metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	for i := range pl.Items {
+		if _, err := podInf.Apply(watch.Modified, &pl.Items[i]); err != nil {
+			return fmt.Errorf("apply pod: %w", err)
+		}
+	}
+	podInf.RequestRelist()
+	nodeInf.RequestRelist()
+	return nil
+}

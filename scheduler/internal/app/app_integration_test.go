@@ -1,0 +1,392 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik8s.io/shared/bus/amqpbus/amqptest"
+	"minik8s.io/shared/client"
+)
+
+// Generous: the machine is shared with other builds and tests.
+const waitTimeout = 90 * time.Second
+
+// syncBuffer collects one scheduler's log so the test can see which process bound what.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
+}
+
+// vhost makes a private RabbitMQ virtual host, so this test's apiserver and schedulers share
+// no queue with anything else on the broker.
+func vhost(t *testing.T) string {
+	t.Helper()
+	name := amqptest.Unique("minik8s-sched-test")
+	mgmt := func(method, path, body string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, amqptest.ManagementURL()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, err := url.Parse(amqptest.ManagementURL()); err == nil && u.User != nil {
+			p, _ := u.User.Password()
+			req.SetBasicAuth(u.User.Username(), p)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("RabbitMQ management API: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %s", method, path, resp.Status)
+		}
+	}
+	mgmt(http.MethodPut, "/api/vhosts/"+url.PathEscape(name), "")
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, amqptest.ManagementURL()+"/api/vhosts/"+url.PathEscape(name), nil)
+		if u, err := url.Parse(amqptest.ManagementURL()); err == nil && u.User != nil {
+			p, _ := u.User.Password()
+			req.SetBasicAuth(u.User.Username(), p)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+	u, err := url.Parse(amqptest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgmt(http.MethodPut, "/api/permissions/"+url.PathEscape(name)+"/"+url.PathEscape(u.User.Username()), `{"configure":".*","write":".*","read":".*"}`)
+	u.Path = "/" + name
+	u.RawPath = "/" + url.PathEscape(name)
+	return u.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startAPIServer builds and runs the real apiserver with a private home and embedded etcd.
+func startAPIServer(t *testing.T, amqpURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "apiserver")
+	// Built in a workspace of just the apiserver and shared, so versions another module
+	// pulls into the full workspace cannot break this build.
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "go.work")
+	if err := os.WriteFile(work, []byte("go 1.26.8\n\nuse (\n\t"+filepath.Join(root, "apiserver")+"\n\t"+filepath.Join(root, "shared")+"\n)\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := os.ReadFile(filepath.Join(root, "go.work.sum")); err == nil {
+		_ = os.WriteFile(work+".sum", sum, 0o600)
+	}
+	build := exec.Command("go", "build", "-o", bin, "minik8s.io/apiserver/cmd/apiserver")
+	build.Env = append(os.Environ(), "GOWORK="+work)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build apiserver: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	port, etcdPort, peerPort := freePort(t), freePort(t), freePort(t)
+	logf, err := os.Create(filepath.Join(dir, "apiserver.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--home", home, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--amqp-url", amqpURL, "--embedded-etcd-client-url", "http://127.0.0.1:"+strconv.Itoa(etcdPort),
+		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(peerPort))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(45 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logf.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(logf.Name())
+			t.Logf("apiserver log:\n%s", tail(string(data), 30))
+		}
+	})
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness only
+	eventually(t, "apiserver ready", func() bool {
+		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return home
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type cluster struct {
+	t      *testing.T
+	pods   *client.Typed[*corev1.Pod, *corev1.PodList]
+	nodes  *client.Typed[*corev1.Node, *corev1.NodeList]
+	events *client.Typed[*corev1.Event, *corev1.EventList]
+	leases *client.Typed[*coordinationv1.Lease, *coordinationv1.LeaseList]
+}
+
+func (c *cluster) node(name string) {
+	ctx := c.t.Context()
+	n, err := c.nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatalf("create node %s: %v", name, err)
+	}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	n.Status.Allocatable = n.Status.Capacity
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := c.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		c.t.Fatalf("node %s status: %v", name, err)
+	}
+}
+
+func (c *cluster) pod(name string, selector map[string]string) {
+	_, err := c.pods.Create(c.t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "c", Image: "minik8s/pause:1.0"}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatalf("create pod %s: %v", name, err)
+	}
+}
+
+// boundTo waits until every named pod has a node and returns where each went.
+func (c *cluster) boundTo(names ...string) map[string]string {
+	c.t.Helper()
+	out := map[string]string{}
+	eventually(c.t, fmt.Sprintf("pods %v bound", names), func() bool {
+		for _, n := range names {
+			p, err := c.pods.Get(c.t.Context(), "default", n, metav1.GetOptions{})
+			if err != nil || p.Spec.NodeName == "" {
+				return false
+			}
+			out[n] = p.Spec.NodeName
+		}
+		return true
+	})
+	return out
+}
+
+func (c *cluster) holder() string {
+	l, err := c.leases.Get(c.t.Context(), "kube-system", "kube-scheduler", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// startScheduler runs app.Run in-process; the returned stop ends it and waits.
+func startScheduler(t *testing.T, home, amqpURL, identity string, logs *syncBuffer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	go func() {
+		done <- Run(ctx, Config{Kubeconfig: filepath.Join(home, "kubeconfigs", "scheduler.kubeconfig"), AMQPURL: amqpURL,
+			Strategy: "roundrobin", LeaderElect: true, Identity: identity, LeaseNamespace: "kube-system",
+			LeaseName: "kube-scheduler", RelistPeriod: time.Minute, ShutdownTimeout: 15 * time.Second}, log)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("scheduler %s: %v", identity, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("scheduler %s did not stop", identity)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestSchedulerOnRealAPIServer(t *testing.T) {
+	amqptest.Require(t)
+	amqpURL := vhost(t)
+	home := startAPIServer(t, amqpURL)
+	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, pods: client.MustFor[*corev1.Pod, *corev1.PodList](cl), nodes: client.MustFor[*corev1.Node, *corev1.NodeList](cl),
+		events: client.MustFor[*corev1.Event, *corev1.EventList](cl), leases: client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl)}
+	c.node("node-a")
+	c.node("node-b")
+
+	var logsA, logsB syncBuffer
+	stopA := startScheduler(t, home, amqpURL, "sched-a", &logsA)
+	eventually(t, "sched-a to lead", func() bool { return c.holder() == "sched-a" })
+	startScheduler(t, home, amqpURL, "sched-b", &logsB)
+	defer func() {
+		if t.Failed() {
+			t.Logf("sched-a log:\n%s\nsched-b log:\n%s", tail(logsA.buf.String(), 40), tail(logsB.buf.String(), 40))
+		}
+	}()
+
+	t.Run("round-robin spreads 4 pods 2/2", func(t *testing.T) {
+		for i := range 4 {
+			c.pod(fmt.Sprintf("rr-%d", i), nil)
+		}
+		per := map[string]int{}
+		for _, n := range c.boundTo("rr-0", "rr-1", "rr-2", "rr-3") {
+			per[n]++
+		}
+		if per["node-a"] != 2 || per["node-b"] != 2 {
+			t.Errorf("pods per node %v, want 2 on each", per)
+		}
+	})
+
+	t.Run("a nodeSelector matching nothing stays Pending with the reason", func(t *testing.T) {
+		c.pod("nowhere", map[string]string{"disk": "ssd"})
+		want := "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+		eventually(t, "PodScheduled=False on pod nowhere", func() bool {
+			p, err := c.pods.Get(t.Context(), "default", "nowhere", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled {
+					return p.Spec.NodeName == "" && cond.Status == corev1.ConditionFalse && cond.Reason == "Unschedulable" && cond.Message == want
+				}
+			}
+			return false
+		})
+		eventually(t, "a FailedScheduling Event", func() bool {
+			evs, err := c.events.List(t.Context(), "default", metav1.ListOptions{FieldSelector: "involvedObject.name=nowhere"})
+			if err != nil {
+				return false
+			}
+			for _, e := range evs.Items {
+				if e.Reason == "FailedScheduling" && e.Type == corev1.EventTypeWarning && e.Message == want {
+					return true
+				}
+			}
+			return false
+		})
+	})
+
+	t.Run("a cordoned node gets nothing", func(t *testing.T) {
+		if _, err := c.nodes.Patch(t.Context(), "", "node-b", types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`)); err != nil {
+			t.Fatal(err)
+		}
+		// The cordon must reach the leader's cache before the pods do. The pending pod is
+		// retried on every node change, so its message shows when the cordon has been seen.
+		eventually(t, "the cordon to reach the scheduler", func() bool {
+			p, err := c.pods.Get(t.Context(), "default", "nowhere", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && strings.Contains(cond.Message, "1 node(s) were unschedulable") {
+					return true
+				}
+			}
+			return false
+		})
+		for i := range 3 {
+			c.pod(fmt.Sprintf("cordon-%d", i), nil)
+		}
+		for p, n := range c.boundTo("cordon-0", "cordon-1", "cordon-2") {
+			if n != "node-a" {
+				t.Errorf("pod %s went to cordoned %s", p, n)
+			}
+		}
+	})
+
+	t.Run("only the leader binds; the standby takes over", func(t *testing.T) {
+		if got := logsB.count(`msg=bound`); got != 0 {
+			t.Fatalf("the standby bound %d pods", got)
+		}
+		if got := logsA.count(`msg=bound`); got != 7 {
+			t.Errorf("the leader logged %d bindings, want 7", got)
+		}
+		stopA() // releases the lease
+		eventually(t, "sched-b to lead", func() bool { return c.holder() == "sched-b" })
+		c.pod("after-failover", nil)
+		if n := c.boundTo("after-failover")["after-failover"]; n != "node-a" {
+			t.Errorf("after-failover went to %s, want node-a (node-b is cordoned)", n)
+		}
+		if got := logsB.count(`msg=bound`); got != 1 {
+			t.Errorf("the new leader logged %d bindings, want 1", got)
+		}
+	})
+}

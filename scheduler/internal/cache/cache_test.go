@@ -1,0 +1,69 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/shared/workqueue/clock"
+)
+
+func node(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func pod(name, nodeName string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+}
+
+// counts is pods and requested millicores per node in a snapshot.
+func counts(c *Cache) map[string][2]int64 {
+	out := map[string][2]int64{}
+	for _, ni := range c.Snapshot() {
+		out[ni.Name()] = [2]int64{int64(ni.Pods), ni.Requested.MilliCPU}
+	}
+	return out
+}
+
+func TestCache(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	steps := []struct {
+		name string
+		do   func(c *Cache)
+		want map[string][2]int64
+	}{
+		{"nodes", func(c *Cache) { c.SetNode(node("a")); c.SetNode(node("b")) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}}},
+		{"bound pod counts", func(c *Cache) { c.SetPod(pod("p1", "a")) }, map[string][2]int64{"a": {1, 100}, "b": {0, 0}}},
+		{"pending pod does not", func(c *Cache) { c.SetPod(pod("p2", "")) }, map[string][2]int64{"a": {1, 100}, "b": {0, 0}}},
+		{"assumed pod counts", func(c *Cache) { c.Assume(pod("p2", ""), "b") }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
+		{"confirmation replaces assumption", func(c *Cache) { c.SetPod(pod("p2", "b")) }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
+		{"forget leaves confirmed pods", func(c *Cache) { c.Forget("ns", "p2") }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
+		{"forget drops an assumption", func(c *Cache) { c.Assume(pod("p3", ""), "a"); c.Forget("ns", "p3") }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
+		{"assumption expires", func(c *Cache) { c.Assume(pod("p4", ""), "a"); clk.Step(DefaultAssumeTTL + time.Second) }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
+		{"finished pod frees room", func(c *Cache) { p := pod("p1", "a"); p.Status.Phase = corev1.PodSucceeded; c.SetPod(p) }, map[string][2]int64{"a": {0, 0}, "b": {1, 100}}},
+		{"deleted pod", func(c *Cache) { c.RemovePod("ns", "p2") }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}}},
+		{"pod on unknown node counts once it appears", func(c *Cache) { c.SetPod(pod("p5", "c")); c.SetNode(node("c")) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}, "c": {1, 100}}},
+		{"node update keeps pods", func(c *Cache) { n := node("c"); n.Spec.Unschedulable = true; c.SetNode(n) }, map[string][2]int64{"a": {0, 0}, "b": {0, 0}, "c": {1, 100}}},
+		{"removed node", func(c *Cache) { c.RemoveNode("a") }, map[string][2]int64{"b": {0, 0}, "c": {1, 100}}},
+	}
+	c := New(clk, 0)
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.do(c)
+			if diff := cmp.Diff(s.want, counts(c)); diff != "" {
+				t.Errorf("node pods/cpu (-want +got):\n%s", diff)
+			}
+		})
+	}
+	snap := c.Snapshot()
+	snap[0].Pods = 99
+	if c.Snapshot()[0].Pods == 99 {
+		t.Error("a snapshot shares state with the cache")
+	}
+}

@@ -1,0 +1,311 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik8s.io/scheduler/internal/cache"
+	"minik8s.io/scheduler/internal/framework"
+	"minik8s.io/scheduler/internal/queue"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// Names a pod may carry in spec.schedulerName for this scheduler to take it.
+const (
+	DefaultSchedulerName = "default-scheduler"
+	// Name is the Event source component.
+	Name = "default-scheduler"
+)
+
+// API is what the loop writes: the binding and the pod's status.
+type API interface {
+	// Bind assigns pod to node through the pods/binding subresource.
+	Bind(ctx context.Context, pod *corev1.Pod, node string) error
+	// UpdatePodStatus writes pod's status with the resourceVersion it carries.
+	UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+}
+
+// PodLister reads pods from the informer cache.
+type PodLister interface {
+	Get(namespace, name string) (*corev1.Pod, error)
+}
+
+// Recorder records Events (shared/record.Recorder).
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Leader says whether this process may bind (leader.Elector). Nil means always.
+type Leader interface {
+	IsLeader() bool
+}
+
+// Config wires a Scheduler.
+type Config struct {
+	API      API
+	Pods     PodLister
+	Cache    *cache.Cache
+	Queue    *queue.Queue
+	Strategy framework.Strategy
+	Filters  []framework.Filter // nil means framework.DefaultFilters()
+	Recorder Recorder
+	Leader   Leader
+	Clock    clock.Clock
+	Logger   *slog.Logger
+}
+
+// Scheduler runs the loop. Build with New, register PodHandler and NodeHandler on the
+// informers, and run Start.
+type Scheduler struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Scheduler; it starts nothing.
+func New(cfg Config) *Scheduler {
+	if cfg.Filters == nil {
+		cfg.Filters = framework.DefaultFilters()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Scheduler{cfg: cfg, log: cfg.Logger}
+}
+
+// Responsible reports whether pod waits for this scheduler: no node yet, not being deleted,
+// and addressed to the default scheduler.
+func Responsible(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil &&
+		(pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == DefaultSchedulerName)
+}
+
+// Start schedules pods until ctx ends. While not the leader it waits, so a standby keeps its
+// cache warm without binding anything.
+func (s *Scheduler) Start(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, s.cfg.Queue.ShutDown)
+	defer stop()
+	for {
+		if !s.waitLeader(ctx) {
+			return nil
+		}
+		key, shutdown := s.cfg.Queue.Get()
+		if shutdown {
+			return nil
+		}
+		s.process(ctx, key)
+		s.cfg.Queue.Done(key)
+	}
+}
+
+func (s *Scheduler) waitLeader(ctx context.Context) bool {
+	for s.cfg.Leader != nil && !s.cfg.Leader.IsLeader() {
+		t := s.cfg.Clock.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// ScheduleNext handles one key if one is ready and reports whether it did; the test harness
+// drives the loop with it.
+func (s *Scheduler) ScheduleNext(ctx context.Context) bool {
+	if s.cfg.Queue.Len() == 0 {
+		return false
+	}
+	key, shutdown := s.cfg.Queue.Get()
+	if shutdown {
+		return false
+	}
+	s.process(ctx, key)
+	s.cfg.Queue.Done(key)
+	return true
+}
+
+func (s *Scheduler) process(ctx context.Context, key string) {
+	ns, name := informer.SplitKey(key)
+	log := s.log.With("pod", key)
+	pod, err := s.cfg.Pods.Get(ns, name)
+	if err != nil || !Responsible(pod) {
+		// Deleted, bound by someone, or not ours: nothing to do.
+		s.cfg.Queue.Forget(key)
+		return
+	}
+	if s.cfg.Leader != nil && !s.cfg.Leader.IsLeader() {
+		s.cfg.Queue.Retry(key)
+		return
+	}
+	if s.cfg.Cache.IsAssumed(ns, name) {
+		// Bound a moment ago; the cache has not seen the binding yet.
+		return
+	}
+	feasible, err := framework.Feasible(s.cfg.Filters, pod, s.cfg.Cache.Snapshot())
+	if err != nil {
+		log.Debug("unschedulable", "reason", err.Error())
+		s.unschedulable(ctx, pod, err.Error())
+		s.cfg.Queue.Unschedulable(key)
+		return
+	}
+	node := s.cfg.Strategy.Select(pod, feasible).Name()
+	s.cfg.Cache.Assume(pod, node)
+	err = s.cfg.API.Bind(ctx, pod, node)
+	switch {
+	case err == nil:
+		log.Debug("bound", "node", node)
+		s.cfg.Queue.Forget(key)
+		s.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", ns, name, node)
+	case errors.Is(err, apierror.ErrConflict), errors.Is(err, apierror.ErrNotFound):
+		// Bound by another scheduler already, or gone: the informer will tell us which.
+		log.Debug("binding refused", "node", node, "err", err)
+		s.cfg.Cache.Forget(ns, name)
+		s.cfg.Queue.Forget(key)
+	default:
+		log.Warn("binding failed", "node", node, "err", err)
+		s.cfg.Cache.Forget(ns, name)
+		s.cfg.Queue.Retry(key)
+	}
+}
+
+// unschedulable records why pod fits nowhere: the PodScheduled condition, written only when
+// it changes so retries do not churn the pod, and a FailedScheduling Event.
+func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) {
+	s.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", msg)
+	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: msg}
+	p := pod.DeepCopy()
+	found := false
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		found = true
+		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+			return
+		}
+		if c.Status != cond.Status {
+			c.LastTransitionTime = metav1.NewTime(s.cfg.Clock.Now())
+		}
+		c.Status, c.Reason, c.Message = cond.Status, cond.Reason, cond.Message
+	}
+	if !found {
+		cond.LastTransitionTime = metav1.NewTime(s.cfg.Clock.Now())
+		p.Status.Conditions = append(p.Status.Conditions, cond)
+	}
+	if p.Status.Phase == "" {
+		p.Status.Phase = corev1.PodPending
+	}
+	if _, err := s.cfg.API.UpdatePodStatus(ctx, p); err != nil && !errors.Is(err, apierror.ErrConflict) {
+		// A conflict means a newer pod is on its way; the retry writes the condition again.
+		s.log.Warn("writing the PodScheduled condition", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// PodHandler keeps the cache and the queue in step with pods.
+func (s *Scheduler) PodHandler() informer.Handler {
+	return informer.HandlerFuncs{
+		AddFunc: func(obj runtime.Object) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				s.podChanged(pod, true)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj runtime.Object) {
+			oldPod, ok1 := oldObj.(*corev1.Pod)
+			pod, ok2 := newObj.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return
+			}
+			// Our own status write comes back as an update; only a change of what the pod
+			// asks for is worth an immediate retry.
+			s.podChanged(pod, !equality.Semantic.DeepEqual(oldPod.Spec, pod.Spec) ||
+				!equality.Semantic.DeepEqual(oldPod.Labels, pod.Labels) || oldPod.UID != pod.UID)
+		},
+		DeleteFunc: func(obj runtime.Object) {
+			pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
+			if !ok {
+				return
+			}
+			s.cfg.Cache.RemovePod(pod.Namespace, pod.Name)
+			s.cfg.Queue.Forget(pod.Namespace + "/" + pod.Name)
+			if pod.Spec.NodeName != "" {
+				s.cfg.Queue.MoveAllToActive()
+			}
+		},
+	}
+}
+
+func (s *Scheduler) podChanged(pod *corev1.Pod, enqueue bool) {
+	key := pod.Namespace + "/" + pod.Name
+	s.cfg.Cache.SetPod(pod)
+	switch {
+	case pod.Spec.NodeName != "":
+		s.cfg.Queue.Forget(key)
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			s.cfg.Queue.MoveAllToActive()
+		}
+	case Responsible(pod) && enqueue:
+		s.cfg.Queue.Add(key)
+	}
+}
+
+// NodeHandler keeps the cache in step with nodes and retries waiting pods when a node changes
+// in a way that may let them fit.
+func (s *Scheduler) NodeHandler() informer.Handler {
+	return informer.HandlerFuncs{
+		AddFunc: func(obj runtime.Object) {
+			if n, ok := obj.(*corev1.Node); ok {
+				s.cfg.Cache.SetNode(n)
+				s.cfg.Queue.MoveAllToActive()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj runtime.Object) {
+			oldNode, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return
+			}
+			s.cfg.Cache.SetNode(n)
+			if schedulingChanged(oldNode, n) {
+				s.cfg.Queue.MoveAllToActive()
+			}
+		},
+		DeleteFunc: func(obj runtime.Object) {
+			if n, ok := informer.DeletedObject(obj).(*corev1.Node); ok {
+				s.cfg.Cache.RemoveNode(n.Name)
+			}
+		},
+	}
+}
+
+// schedulingChanged ignores heartbeats: only what a filter reads counts.
+func schedulingChanged(a, b *corev1.Node) bool {
+	return a.Spec.Unschedulable != b.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
+		!equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable) ||
+		readyStatus(a) != readyStatus(b)
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
