@@ -102,7 +102,7 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// freePodCIDR picks 10.244.<200..254>.0/24 that no address or route on this host uses yet,
+// freePodCIDR picks 10.244.<200..254>.0/24 that no address, route or iptables rule on this host uses yet,
 // so the test's bridge cannot overlap make up's (10.244.0.0/24) or another run's.
 func freePodCIDR(t *testing.T) string {
 	t.Helper()
@@ -111,6 +111,14 @@ func freePodCIDR(t *testing.T) string {
 		out, err := exec.CommandContext(t.Context(), "ip", args...).Output()
 		if err != nil {
 			t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
+		}
+		used.Write(out)
+	}
+	// Rules another run left for a CIDR would be blamed on this test's cleanup: skip those too.
+	for _, table := range []string{"nat", "filter"} {
+		out, err := exec.CommandContext(t.Context(), "iptables-save", "-t", table).Output()
+		if err != nil {
+			t.Fatalf("iptables-save -t %s: %v", table, err)
 		}
 		used.Write(out)
 	}

@@ -235,6 +235,15 @@ func TestKubelet(t *testing.T) {
 		}
 	})
 
+	t.Run("configMaps and secrets reach env and volumes", func(t *testing.T) {
+		n.applyTemplate(t, "kubelet-config.yaml")
+		n.waitPod(t, "configured", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		out := n.kubectl.ok(t, "logs", "configured", "-n", n.ns).stdout
+		if want := "env=hello-from-configmap file=hello-from-configmap secret=s3cret"; strings.TrimSpace(out) != want {
+			t.Errorf("logs %q, want %q", out, want)
+		}
+	})
+
 	t.Run("an image that does not exist", func(t *testing.T) {
 		n.applyTemplate(t, "kubelet-badimage.yaml")
 		reasons := []string{"ErrImagePull", "ImagePullBackOff"}

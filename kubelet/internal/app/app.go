@@ -102,6 +102,20 @@ func (a apiPods) Finalize(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
+// apiLookup reads the ConfigMaps and Secrets pods refer to (env and volumes).
+type apiLookup struct {
+	cms     *client.Typed[*corev1.ConfigMap, *corev1.ConfigMapList]
+	secrets *client.Typed[*corev1.Secret, *corev1.SecretList]
+}
+
+func (l apiLookup) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return l.cms.Get(ctx, namespace, name, metav1.GetOptions{})
+}
+
+func (l apiLookup) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	return l.secrets.Get(ctx, namespace, name, metav1.GetOptions{})
+}
+
 // lazyNetwork stands in for the CNI network until the node has its pod CIDR.
 type lazyNetwork struct {
 	mu  sync.Mutex
@@ -206,6 +220,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	api := apiPods{pods: podsAPI}
 	manager := pods.New(pods.Config{
 		NodeName: node, HostIP: hostIP, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage,
+		Lookup: apiLookup{cms: client.MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](cl),
+			secrets: client.MustFor[*corev1.Secret, *corev1.SecretList](cl)},
 		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: recorder,
 		Logger: log.With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
 	})
