@@ -15,11 +15,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"minik8s.io/bench/internal/podsuite"
+	"minik8s.io/bench/internal/schedsuite"
 	"minik8s.io/bench/internal/suite"
 )
 
@@ -27,10 +29,14 @@ func main() {
 	cfg := suite.Defaults
 	var keep bool
 	var timeout time.Duration
-	var logLevel, which, plegs string
+	var logLevel, which, plegs, schedNodes string
+	scfg := schedsuite.Defaults
 	pcfg := podsuite.Defaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods or all")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, scheduler or all (all leaves out scheduler, which needs make down)")
+	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
+	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
+	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
 	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
 	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")
@@ -52,9 +58,18 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if which != "all" && which != "apiserver" && which != "pods" {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods or all\n", which)
+	if which != "all" && which != "apiserver" && which != "pods" && which != "scheduler" {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, scheduler or all\n", which)
 		os.Exit(2)
+	}
+	scfg.NodeCounts = nil
+	for _, n := range strings.Split(schedNodes, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || v <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -sched-nodes: %q is not a positive count\n", n)
+			os.Exit(2)
+		}
+		scfg.NodeCounts = append(scfg.NodeCounts, v)
 	}
 	pcfg.PLEGPeriods = nil
 	for _, p := range strings.Split(plegs, ",") {
@@ -66,6 +81,7 @@ func main() {
 		pcfg.PLEGPeriods = append(pcfg.PLEGPeriods, d)
 	}
 	pcfg.AMQPURL, pcfg.APIServer = cfg.AMQPURL, cfg.Binary
+	scfg.AMQPURL, scfg.APIServer = cfg.AMQPURL, cfg.Binary
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -77,13 +93,13 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := run(ctx, which, cfg, pcfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, scfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -119,6 +135,21 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		fmt.Println("## Pod startup")
 		fmt.Println()
 		rep.Print(os.Stdout)
+	}
+	if which == "scheduler" {
+		scfg.Workdir = filepath.Join(dir, "scheduler")
+		if err := os.Mkdir(scfg.Workdir, 0o700); err != nil {
+			return err
+		}
+		rep, err := schedsuite.Run(ctx, scfg, log)
+		if rep != nil && len(rep.Phases) > 0 {
+			fmt.Println("## Scheduling")
+			fmt.Println()
+			rep.Print(os.Stdout)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +62,14 @@ type Config struct {
 	Leader   Leader
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// BindWorkers is how many bindings Start runs at once; zero means DefaultBindWorkers.
+	// A binding is a round trip to the store, so binding one pod at a time would cap
+	// throughput at one pod per store latency while the loop itself sits idle.
+	BindWorkers int
 }
+
+// DefaultBindWorkers is Config.BindWorkers when unset.
+const DefaultBindWorkers = 16
 
 // Scheduler runs the loop. Build with New, register PodHandler and NodeHandler on the
 // informers, and run Start.
@@ -81,6 +89,9 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.BindWorkers <= 0 {
+		cfg.BindWorkers = DefaultBindWorkers
+	}
 	return &Scheduler{cfg: cfg, log: cfg.Logger}
 }
 
@@ -92,10 +103,29 @@ func Responsible(pod *corev1.Pod) bool {
 }
 
 // Start schedules pods until ctx ends. While not the leader it waits, so a standby keeps its
-// cache warm without binding anything.
+// cache warm without binding anything. Bindings run on Config.BindWorkers goroutines; the
+// loop assumes each pod on its node before handing it over, so the next decision already
+// counts it, and a worker marks the key done only after the binding, so the queue never
+// hands the same pod out twice meanwhile.
 func (s *Scheduler) Start(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, s.cfg.Queue.ShutDown)
 	defer stop()
+	binds := make(chan bindJob)
+	var wg sync.WaitGroup
+	for range s.cfg.BindWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range binds {
+				s.bind(ctx, j)
+				s.cfg.Queue.Done(j.key)
+			}
+		}()
+	}
+	defer func() {
+		close(binds)
+		wg.Wait()
+	}()
 	for {
 		if !s.waitLeader(ctx) {
 			return nil
@@ -104,8 +134,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if shutdown {
 			return nil
 		}
-		s.process(ctx, key)
-		s.cfg.Queue.Done(key)
+		j, ok := s.process(ctx, key)
+		if !ok {
+			s.cfg.Queue.Done(key)
+			continue
+		}
+		// Blocks while every worker is busy: the pool is the back-pressure.
+		binds <- j
 	}
 }
 
@@ -132,51 +167,69 @@ func (s *Scheduler) ScheduleNext(ctx context.Context) bool {
 	if shutdown {
 		return false
 	}
-	s.process(ctx, key)
+	if j, ok := s.process(ctx, key); ok {
+		s.bind(ctx, j)
+	}
 	s.cfg.Queue.Done(key)
 	return true
 }
 
-func (s *Scheduler) process(ctx context.Context, key string) {
+// bindJob is a decision waiting for its binding; the pod is already assumed on node.
+type bindJob struct {
+	key  string
+	pod  *corev1.Pod
+	node string
+}
+
+// process decides where the pod under key goes and assumes it there. It returns the
+// binding still to make, or false when there is none.
+func (s *Scheduler) process(ctx context.Context, key string) (bindJob, bool) {
 	ns, name := informer.SplitKey(key)
 	log := s.log.With("pod", key)
 	pod, err := s.cfg.Pods.Get(ns, name)
 	if err != nil || !Responsible(pod) {
 		// Deleted, bound by someone, or not ours: nothing to do.
 		s.cfg.Queue.Forget(key)
-		return
+		return bindJob{}, false
 	}
 	if s.cfg.Leader != nil && !s.cfg.Leader.IsLeader() {
 		s.cfg.Queue.Retry(key)
-		return
+		return bindJob{}, false
 	}
 	if s.cfg.Cache.IsAssumed(ns, name) {
 		// Bound a moment ago; the cache has not seen the binding yet.
-		return
+		return bindJob{}, false
 	}
 	feasible, err := framework.Feasible(s.cfg.Filters, pod, s.cfg.Cache.Snapshot())
 	if err != nil {
 		log.Debug("unschedulable", "reason", err.Error())
 		s.unschedulable(ctx, pod, err.Error())
 		s.cfg.Queue.Unschedulable(key)
-		return
+		return bindJob{}, false
 	}
 	node := s.cfg.Strategy.Select(pod, feasible).Name()
 	s.cfg.Cache.Assume(pod, node)
-	err = s.cfg.API.Bind(ctx, pod, node)
+	return bindJob{key: key, pod: pod, node: node}, true
+}
+
+// bind makes the binding of an assumed pod, and forgets the assumption when it fails.
+func (s *Scheduler) bind(ctx context.Context, j bindJob) {
+	pod, node, key := j.pod, j.node, j.key
+	log := s.log.With("pod", key)
+	err := s.cfg.API.Bind(ctx, pod, node)
 	switch {
 	case err == nil:
 		log.Debug("bound", "node", node)
 		s.cfg.Queue.Forget(key)
-		s.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", ns, name, node)
+		s.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	case errors.Is(err, apierror.ErrConflict), errors.Is(err, apierror.ErrNotFound):
 		// Bound by another scheduler already, or gone: the informer will tell us which.
 		log.Debug("binding refused", "node", node, "err", err)
-		s.cfg.Cache.Forget(ns, name)
+		s.cfg.Cache.Forget(pod.Namespace, pod.Name)
 		s.cfg.Queue.Forget(key)
 	default:
 		log.Warn("binding failed", "node", node, "err", err)
-		s.cfg.Cache.Forget(ns, name)
+		s.cfg.Cache.Forget(pod.Namespace, pod.Name)
 		s.cfg.Queue.Retry(key)
 	}
 }
