@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -27,7 +28,7 @@ func defaultHome() string {
 
 func main() {
 	var cfg app.Config
-	var etcdServers, nodes string
+	var etcdServers, nodes, clusterCIDR string
 	var logOpts logging.Options
 	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
 	fs.StringVar(&cfg.Home, "home", defaultHome(), "state directory (certificates, tokens, kubeconfigs, embedded etcd data); $MINIK8S_HOME")
@@ -41,8 +42,16 @@ func main() {
 	fs.DurationVar(&cfg.CompactInterval, "compact-interval", 5*time.Minute, "how often etcd history older than one interval is compacted (0 disables)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take at shutdown")
 	fs.StringVar(&nodes, "nodes", "", "comma-separated node names to create identities and kubeconfigs for (kubeconfigs/node-<name>.kubeconfig)")
+	fs.StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "the pod network; each node gets one block of it")
+	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "the prefix length of each node's block of --cluster-cidr")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	p, err := netip.ParsePrefix(clusterCIDR)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "apiserver: --cluster-cidr: %v\n", err)
+		os.Exit(2)
+	}
+	cfg.ClusterCIDR = p.Masked()
 	if nodes != "" {
 		cfg.Nodes = strings.Split(nodes, ",")
 	}

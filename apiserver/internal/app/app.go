@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -40,6 +41,9 @@ type Config struct {
 	// Nodes get an identity and a kubeconfig (kubeconfigs/node-<name>.kubeconfig) at start.
 	Nodes           []string
 	ShutdownTimeout time.Duration
+	// ClusterCIDR is the pod network, split into one /NodeCIDRMaskSize block per node.
+	ClusterCIDR      netip.Prefix
+	NodeCIDRMaskSize int
 }
 
 // Validate checks a configuration before anything starts.
@@ -52,6 +56,9 @@ func (c *Config) Validate() error {
 	}
 	if net.ParseIP(c.BindAddress) == nil {
 		return fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress)
+	}
+	if c.ClusterCIDR.IsValid() && (!c.ClusterCIDR.Addr().Is4() || c.NodeCIDRMaskSize < c.ClusterCIDR.Bits() || c.NodeCIDRMaskSize > 30) {
+		return fmt.Errorf("--cluster-cidr %s with --node-cidr-mask-size %d: want an IPv4 range and a mask between its size and 30", c.ClusterCIDR, c.NodeCIDRMaskSize)
 	}
 	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
 		return fmt.Errorf("--advertise-address %q is not an IP address", c.AdvertiseAddress)
@@ -134,6 +141,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		DefaultUpdate:   defaults.ApplyUpdate,
 		ValidateCreate:  validation.ValidateCreate,
 		ValidateUpdate:  validation.ValidateUpdate,
+		PodCIDRs:        cfg.ClusterCIDR,
+		PodCIDRBits:     cfg.NodeCIDRMaskSize,
 		Kubelet: &server.KubeletClient{
 			HTTP: &http.Client{Transport: &http.Transport{
 				// Like kube-apiserver without --kubelet-certificate-authority, the kubelet's

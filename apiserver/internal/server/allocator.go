@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,14 @@ const (
 // created with create-if-absent, so two apiservers never hand out the same address.
 type allocator struct {
 	store storage.Interface
+	// podCIDRs is split into one /podCIDRBits block per node.
+	podCIDRs    netip.Prefix
+	podCIDRBits int
+
+	mu sync.Mutex
+	// nextBlock is where the next pod CIDR search starts: after the last block handed out, so
+	// registering many nodes does not rescan the taken ones each time.
+	nextBlock int
 }
 
 func owner(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
@@ -309,15 +318,16 @@ func (a *allocator) repair(ctx context.Context, s *Server, before int64) (int64,
 	return rev, nil
 }
 
-// PodCIDRRange is split into one /PodCIDRBits block per node.
+// Default pod network: 10.244.0.0/16, one /24 per node, as a default Kubernetes cluster.
 var (
-	PodCIDRRange = netip.MustParsePrefix("10.244.0.0/16")
-	PodCIDRBits  = 24
+	DefaultPodCIDRRange = netip.MustParsePrefix("10.244.0.0/16")
+	DefaultPodCIDRBits  = 24
 )
 
 func podCIDRKey(cidr string) string { return podCIDRKeys + strings.ReplaceAll(cidr, "/", "_") }
 
-// allocatePodCIDR gives a new node the lowest free block of PodCIDRRange. A node keeps its
+// allocatePodCIDR gives a new node the next free block of the pod network (the lowest, on a
+// fresh cluster). A node keeps its
 // block for life; an update that leaves podCIDR out keeps the old one.
 func (a *allocator) allocatePodCIDR(ctx context.Context, old, node *corev1.Node) (undo func(), err error) {
 	noop := func() {}
@@ -330,9 +340,9 @@ func (a *allocator) allocatePodCIDR(ctx context.Context, old, node *corev1.Node)
 	path := field.NewPath("spec", "podCIDR")
 	if node.Spec.PodCIDR != "" {
 		p, perr := netip.ParsePrefix(node.Spec.PodCIDR)
-		if perr != nil || p.Bits() != PodCIDRBits || !PodCIDRRange.Contains(p.Addr()) || p.Masked() != p {
+		if perr != nil || p.Bits() != a.podCIDRBits || !a.podCIDRs.Contains(p.Addr()) || p.Masked() != p {
 			return noop, apierror.Invalid("", "Node", node.Name, field.ErrorList{field.Invalid(path, node.Spec.PodCIDR,
-				fmt.Sprintf("must be a /%d block of %s", PodCIDRBits, PodCIDRRange))})
+				fmt.Sprintf("must be a /%d block of %s", a.podCIDRBits, a.podCIDRs))})
 		}
 		ok, err := a.reserve(ctx, podCIDRKey(node.Spec.PodCIDR), node)
 		if err != nil {
@@ -344,21 +354,28 @@ func (a *allocator) allocatePodCIDR(ctx context.Context, old, node *corev1.Node)
 		node.Spec.PodCIDRs = []string{node.Spec.PodCIDR}
 		return func() { a.free(context.WithoutCancel(ctx), []string{podCIDRKey(node.Spec.PodCIDR)}) }, nil
 	}
-	base := PodCIDRRange.Addr().As4()
-	blocks := 1 << (PodCIDRBits - PodCIDRRange.Bits())
-	step := 1 << (32 - PodCIDRBits)
+	base := a.podCIDRs.Addr().As4()
+	blocks := 1 << (a.podCIDRBits - a.podCIDRs.Bits())
+	step := uint32(1) << (32 - a.podCIDRBits)
 	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	for i := 0; i < blocks; i++ {
-		n := start + uint32(i*step)
-		cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), PodCIDRBits).String()
+	a.mu.Lock()
+	first := a.nextBlock
+	a.mu.Unlock()
+	for k := 0; k < blocks; k++ {
+		i := (first + k) % blocks
+		n := start + uint32(i)*step
+		cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), a.podCIDRBits).String()
 		ok, err := a.reserve(ctx, podCIDRKey(cidr), node)
 		if err != nil {
 			return noop, err
 		}
 		if ok {
+			a.mu.Lock()
+			a.nextBlock = (i + 1) % blocks
+			a.mu.Unlock()
 			node.Spec.PodCIDR, node.Spec.PodCIDRs = cidr, []string{cidr}
 			return func() { a.free(context.WithoutCancel(ctx), []string{podCIDRKey(cidr)}) }, nil
 		}
 	}
-	return noop, apierror.New(apierror.ErrInternal, "no pod CIDR left in %s for node %s", PodCIDRRange, node.Name)
+	return noop, apierror.New(apierror.ErrInternal, "no pod CIDR left in %s for node %s", a.podCIDRs, node.Name)
 }

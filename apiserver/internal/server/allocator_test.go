@@ -99,7 +99,7 @@ func TestNodePodCIDRs(t *testing.T) {
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", node(name+"-b", ""), &b)
 	pa, err1 := netip.ParsePrefix(a.Spec.PodCIDR)
 	pb, err2 := netip.ParsePrefix(b.Spec.PodCIDR)
-	if err1 != nil || err2 != nil || pa.Bits() != 24 || !PodCIDRRange.Contains(pa.Addr()) || pa == pb {
+	if err1 != nil || err2 != nil || pa.Bits() != 24 || !DefaultPodCIDRRange.Contains(pa.Addr()) || pa == pb {
 		t.Fatalf("pod CIDRs %q %q", a.Spec.PodCIDR, b.Spec.PodCIDR)
 	}
 	if len(a.Spec.PodCIDRs) != 1 || a.Spec.PodCIDRs[0] != a.Spec.PodCIDR {

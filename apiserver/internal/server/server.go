@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -63,6 +64,10 @@ type Config struct {
 	Now func() time.Time
 	// WatchBookmarkInterval spaces BOOKMARK events on watches that allow them.
 	WatchBookmarkInterval time.Duration
+	// PodCIDRs is the pod network, split into one /PodCIDRBits block per node; the default
+	// network when not set.
+	PodCIDRs    netip.Prefix
+	PodCIDRBits int
 	// Kubelet reaches node agents for pod logs; nil disables pods/log.
 	Kubelet *KubeletClient
 }
@@ -88,7 +93,10 @@ func New(cfg Config) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger}
 	s.ns = newNamespaces(s)
-	s.alloc = &allocator{store: cfg.Store}
+	s.alloc = &allocator{store: cfg.Store, podCIDRs: DefaultPodCIDRRange, podCIDRBits: DefaultPodCIDRBits}
+	if cfg.PodCIDRs.IsValid() {
+		s.alloc.podCIDRs, s.alloc.podCIDRBits = cfg.PodCIDRs, cfg.PodCIDRBits
+	}
 	e := gin.New()
 	e.HandleMethodNotAllowed = false
 	e.Use(s.recoverer, s.instrument)

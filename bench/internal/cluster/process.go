@@ -32,6 +32,8 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Nodes get identities and kubeconfigs (Process.NodeKubeconfig).
 	Nodes []string
+	// ExtraArgs are passed to the apiserver as they are.
+	ExtraArgs []string
 }
 
 // Process is a running apiserver.
@@ -81,6 +83,9 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 	if len(opts.Nodes) > 0 {
 		args = append(args, "--nodes", strings.Join(opts.Nodes, ","))
+	}
+	if len(opts.ExtraArgs) > 0 {
+		args = append(args, opts.ExtraArgs...)
 	}
 	logFile, err := os.Create(p.LogPath)
 	if err != nil {

@@ -135,7 +135,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin string, log *slog.Logger) (ph Phase, err error) {
 	ph.Nodes = nodes
 	dir := filepath.Join(cfg.Workdir, "nodes-"+strconv.Itoa(nodes))
-	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: filepath.Join(dir, "home"), AMQPURL: cfg.AMQPURL})
+	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: filepath.Join(dir, "home"), AMQPURL: cfg.AMQPURL,
+		// Thousands of simulated nodes need more /24 blocks than 10.244.0.0/16 has.
+		ExtraArgs: []string{"--cluster-cidr", "100.64.0.0/10"}})
 	if err != nil {
 		return ph, err
 	}
