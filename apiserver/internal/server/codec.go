@@ -142,6 +142,26 @@ func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive s
 	return obj, nil
 }
 
+// decodeNamed decodes a body for the object a URL names: its metadata.name must be name, or
+// the request fails with mismatch (by default, that the names differ).
+func decodeNamed(c *gin.Context, res *scheme.Resource, data []byte, directive, name, mismatch string) (runtime.Object, metav1.Object, error) {
+	obj, err := decodeObject(c, res, data, directive)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.GetName() != name {
+		if mismatch == "" {
+			mismatch = fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name)
+		}
+		return nil, nil, apierror.New(apierror.ErrBadRequest, "%s", mismatch)
+	}
+	return obj, m, nil
+}
+
 func setTypeMeta(obj runtime.Object, res *scheme.Resource) {
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
 }

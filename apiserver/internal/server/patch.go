@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
+	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
 )
@@ -108,28 +109,22 @@ func (s *Server) patch(c *gin.Context, t target) {
 			writeError(c, err)
 			return
 		}
-		current, err := json.Marshal(old)
-		if err != nil {
-			writeError(c, err)
-			return
+		// The stored bytes are the current object already; no need to encode what was read.
+		current, ok := storage.WithResourceVersion(kv.Value, kv.ModRevision)
+		if !ok {
+			if current, err = json.Marshal(old); err != nil {
+				writeError(c, err)
+				return
+			}
 		}
 		patched, err := applyPatch(t.res, pt, current, data)
 		if err != nil {
 			writeError(c, err)
 			return
 		}
-		obj, err := decodeObject(c, t.res, patched, directive)
+		obj, m, err := decodeNamed(c, t.res, patched, directive, t.name, "the patch may not change metadata.name")
 		if err != nil {
 			writeError(c, err)
-			return
-		}
-		m, err := metaOf(obj)
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		if m.GetName() != t.name {
-			writeError(c, apierror.New(apierror.ErrBadRequest, "the patch may not change metadata.name"))
 			return
 		}
 		// A patch that names a resourceVersion is a precondition; otherwise the patch is
@@ -156,18 +151,9 @@ func (s *Server) applyCreate(c *gin.Context, t target, data []byte, directive st
 		writeError(c, apierror.New(apierror.ErrBadRequest, "the apply configuration is not valid YAML: %v", err))
 		return
 	}
-	obj, err := decodeObject(c, t.res, j, directive)
+	obj, _, err := decodeNamed(c, t.res, j, directive, t.name, "")
 	if err != nil {
 		writeError(c, err)
-		return
-	}
-	m, err := metaOf(obj)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	if m.GetName() != t.name {
-		writeError(c, apierror.New(apierror.ErrBadRequest, "the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), t.name))
 		return
 	}
 	s.createObject(c, t, obj, dry)

@@ -193,18 +193,9 @@ func (s *Server) update(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	obj, err := decodeObject(c, t.res, data, directive)
+	obj, m, err := decodeNamed(c, t.res, data, directive, t.name, "")
 	if err != nil {
 		writeError(c, err)
-		return
-	}
-	m, err := metaOf(obj)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	if m.GetName() != t.name {
-		writeError(c, apierror.New(apierror.ErrBadRequest, "the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), t.name))
 		return
 	}
 	if t.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != t.namespace {
