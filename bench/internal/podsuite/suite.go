@@ -81,7 +81,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (rep *Report, err er
 			return nil, err
 		}
 	}
-	e.proc, err = cluster.Start(ctx, cluster.Options{Binary: apiBin, Home: filepath.Join(cfg.Workdir, "home"), AMQPURL: cfg.AMQPURL, Nodes: []string{e.node}})
+	// The benchmark's cluster has a vhost of its own, so its kubelet queue and make up's never meet.
+	vhostURL, dropVHost, err := cluster.VHost(ctx, cfg.AMQPURL, "minik8s-bench-pods-"+e.node)
+	if err != nil {
+		return nil, err
+	}
+	defer dropVHost()
+	e.cfg.AMQPURL = vhostURL
+	e.proc, err = cluster.Start(ctx, cluster.Options{Binary: apiBin, Home: filepath.Join(cfg.Workdir, "home"), AMQPURL: vhostURL, Nodes: []string{e.node}})
 	if err != nil {
 		return nil, err
 	}

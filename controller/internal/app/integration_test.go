@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +31,7 @@ const waitTimeout = 90 * time.Second
 
 // startAPIServer builds and runs the real apiserver with a private home, and stops it when the
 // test ends.
-func startAPIServer(t *testing.T) (home string) {
+func startAPIServer(t *testing.T, amqpURL string) (home string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "apiserver")
@@ -61,7 +60,7 @@ func startAPIServer(t *testing.T) (home string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--home", home, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]),
-		"--amqp-url", amqptest.URL(),
+		"--amqp-url", amqpURL,
 		"--embedded-etcd-client-url", "http://127.0.0.1:"+strconv.Itoa(ports[1]),
 		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(ports[2]))
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -113,29 +112,6 @@ func startAPIServer(t *testing.T) (home string) {
 	}
 }
 
-// deleteQueue removes the test's private queue through the management API.
-func deleteQueue(t *testing.T, name string) {
-	u := amqptest.ManagementURL() + "/api/queues/%2F/" + url.PathEscape(name)
-	req, err := http.NewRequest(http.MethodDelete, u, nil)
-	if err != nil {
-		t.Errorf("delete queue %s: %v", name, err)
-		return
-	}
-	if pu, err := url.Parse(amqptest.ManagementURL()); err == nil && pu.User != nil {
-		p, _ := pu.User.Password()
-		req.SetBasicAuth(pu.User.Username(), p)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("delete queue %s: %v", name, err)
-		return
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotFound {
-		t.Errorf("delete queue %s: %s", name, resp.Status)
-	}
-}
-
 func waitUntil(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
@@ -174,7 +150,9 @@ func condition(n *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeConditi
 // recovery, deletion.
 func TestNodeLifecycle(t *testing.T) {
 	amqptest.Require(t)
-	home := startAPIServer(t)
+	// A private vhost: the shared controller-manager queue belongs to the running cluster.
+	amqpURL := amqptest.VHost(t)
+	home := startAPIServer(t, amqpURL)
 	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,15 +165,12 @@ func TestNodeLifecycle(t *testing.T) {
 	pods := client.MustFor[*corev1.Pod, *corev1.PodList](admin)
 	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](admin)
 
-	// A private queue: the shared controller-manager queue belongs to the running cluster.
-	queue := amqptest.Unique("controller-manager.test")
-	t.Cleanup(func() { deleteQueue(t, queue) })
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Config{
 			Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
-			AMQPURL:    amqptest.URL(), Queue: queue, RelistPeriod: 30 * time.Second,
+			AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second,
 			NodeMonitorGracePeriod: 3 * time.Second, PodEvictionTimeout: 5 * time.Second, NodeMonitorPeriod: time.Second,
 			LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 			ShutdownTimeout: 20 * time.Second,

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,51 +47,6 @@ func (b *syncBuffer) count(s string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Count(b.buf.String(), s)
-}
-
-// vhost makes a private RabbitMQ virtual host, so this test's apiserver and schedulers share
-// no queue with anything else on the broker.
-func vhost(t *testing.T) string {
-	t.Helper()
-	name := amqptest.Unique("minik8s-sched-test")
-	mgmt := func(method, path, body string) {
-		req, err := http.NewRequestWithContext(t.Context(), method, amqptest.ManagementURL()+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u, err := url.Parse(amqptest.ManagementURL()); err == nil && u.User != nil {
-			p, _ := u.User.Password()
-			req.SetBasicAuth(u.User.Username(), p)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("RabbitMQ management API: %v", err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %s", method, path, resp.Status)
-		}
-	}
-	mgmt(http.MethodPut, "/api/vhosts/"+url.PathEscape(name), "")
-	t.Cleanup(func() {
-		req, _ := http.NewRequest(http.MethodDelete, amqptest.ManagementURL()+"/api/vhosts/"+url.PathEscape(name), nil)
-		if u, err := url.Parse(amqptest.ManagementURL()); err == nil && u.User != nil {
-			p, _ := u.User.Password()
-			req.SetBasicAuth(u.User.Username(), p)
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	})
-	u, err := url.Parse(amqptest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgmt(http.MethodPut, "/api/permissions/"+url.PathEscape(name)+"/"+url.PathEscape(u.User.Username()), `{"configure":".*","write":".*","read":".*"}`)
-	u.Path = "/" + name
-	u.RawPath = "/" + url.PathEscape(name)
-	return u.String()
 }
 
 func freePort(t *testing.T) int {
@@ -277,7 +231,7 @@ func startScheduler(t *testing.T, home, amqpURL, identity string, logs *syncBuff
 
 func TestSchedulerOnRealAPIServer(t *testing.T) {
 	amqptest.Require(t)
-	amqpURL := vhost(t)
+	amqpURL := amqptest.VHost(t)
 	home := startAPIServer(t, amqpURL)
 	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
 	if err != nil {

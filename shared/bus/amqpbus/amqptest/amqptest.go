@@ -194,3 +194,42 @@ func DeleteExchange(t testing.TB, exchange string) {
 		t.Errorf("delete exchange %s: %v", exchange, err)
 	}
 }
+
+// VHost creates a private virtual host for the test, gives the broker URL's user every
+// permission in it, deletes it (with whatever the test declared there) when the test ends,
+// and returns URL() addressed to it. A test cluster on its own vhost shares no queue with
+// `make up`'s cluster or another test's.
+func VHost(t testing.TB) string {
+	t.Helper()
+	u, err := url.Parse(URL())
+	if err != nil {
+		t.Fatalf("broker URL: %v", err)
+	}
+	user := "guest"
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	name := Unique("minik8s-test")
+	m := amqpbus.Management{URL: ManagementURL()}
+	if err := m.CreateVHost(t.Context(), name, user); err != nil {
+		t.Fatalf("%v (is the rabbitmq_management plugin enabled? make up enables it)", err)
+	}
+	t.Cleanup(func() {
+		if err := m.DeleteVHost(context.WithoutCancel(t.Context()), name); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	vu, err := amqpbus.WithVHost(URL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vu
+}
+
+// DeleteQueue removes a queue of the default vhost that the test declared.
+func DeleteQueue(t testing.TB, queue string) {
+	t.Helper()
+	if _, err := api(context.WithoutCancel(t.Context()), http.MethodDelete, "/api/queues/%2F/"+url.PathEscape(queue)); err != nil {
+		t.Errorf("delete queue %s: %v", queue, err)
+	}
+}

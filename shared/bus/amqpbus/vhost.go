@@ -1,0 +1,136 @@
+package amqpbus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// A RabbitMQ virtual host is a broker of its own: exchanges, queues and permissions live in
+// one vhost only. Clusters that share a broker (a benchmark's, a test's and `make up`'s) each
+// take their own vhost, so the `scheduler` queue of one never receives another's pods.
+
+// DefaultManagementURL is the management API of the broker at DefaultURL.
+const DefaultManagementURL = "http://guest:guest@127.0.0.1:15672"
+
+// Management is a client of RabbitMQ's management HTTP API, for what AMQP itself cannot do:
+// creating and deleting virtual hosts.
+type Management struct {
+	// URL is the API's base, with the credentials as user info; empty means
+	// DefaultManagementURL.
+	URL string
+	// Client may be nil.
+	Client *http.Client
+}
+
+// CreateVHost creates vhost (if it does not exist yet) and gives user every permission in it.
+func (m Management) CreateVHost(ctx context.Context, vhost, user string) error {
+	if vhost == "" || vhost == "/" {
+		return fmt.Errorf("create vhost: %q is not a vhost of its own", vhost)
+	}
+	if err := m.do(ctx, http.MethodPut, "/api/vhosts/"+url.PathEscape(vhost), nil); err != nil {
+		return fmt.Errorf("create vhost %s: %w", vhost, err)
+	}
+	perms := map[string]string{"configure": ".*", "write": ".*", "read": ".*"}
+	if err := m.do(ctx, http.MethodPut, "/api/permissions/"+url.PathEscape(vhost)+"/"+url.PathEscape(user), perms); err != nil {
+		return fmt.Errorf("grant %s on vhost %s: %w", user, vhost, err)
+	}
+	return nil
+}
+
+// DeleteVHost deletes vhost with everything in it; a vhost that does not exist is no error.
+func (m Management) DeleteVHost(ctx context.Context, vhost string) error {
+	if vhost == "" || vhost == "/" {
+		return fmt.Errorf("delete vhost: refusing to delete %q", vhost)
+	}
+	if err := m.do(ctx, http.MethodDelete, "/api/vhosts/"+url.PathEscape(vhost), nil); err != nil {
+		return fmt.Errorf("delete vhost %s: %w", vhost, err)
+	}
+	return nil
+}
+
+// do sends one request; a 404 on DELETE counts as done.
+func (m Management) do(ctx context.Context, method, path string, body any) error {
+	base := m.URL
+	if base == "" {
+		base = DefaultManagementURL
+	}
+	u, err := url.Parse(strings.TrimSuffix(base, "/"))
+	if err != nil {
+		return fmt.Errorf("management URL: %w", err)
+	}
+	var user, pass string
+	if u.User != nil {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+		u.User = nil
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	// The path is already escaped; Opaque keeps %2F in a vhost name as it is.
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return err
+	}
+	req.URL.Opaque = "//" + u.Host + u.EscapedPath() + path
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	c := m.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode == http.StatusNotFound && method == http.MethodDelete {
+		return nil
+	}
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// WithVHost returns amqpURL addressed to vhost instead of the vhost it names.
+func WithVHost(amqpURL, vhost string) (string, error) {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return "", fmt.Errorf("AMQP URL: %w", err)
+	}
+	u.Path = "/" + vhost
+	u.RawPath = "/" + url.PathEscape(vhost)
+	return u.String(), nil
+}
+
+// VHostOf is the vhost amqpURL names; "/" when it names none.
+func VHostOf(amqpURL string) (string, error) {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return "", fmt.Errorf("AMQP URL: %w", err)
+	}
+	if u.Path == "" || u.Path == "/" {
+		return "/", nil
+	}
+	return strings.TrimPrefix(u.Path, "/"), nil
+}
