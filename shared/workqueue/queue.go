@@ -228,6 +228,21 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	}
 }
 
+// Contains reports whether item is queued, being processed, or waiting out a delay: whether
+// the queue will hand it out (again) without another Add.
+func (q *Queue[T]) Contains(item T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.dirty[item]; ok {
+		return true
+	}
+	if _, ok := q.processing[item]; ok {
+		return true
+	}
+	_, ok := q.waitIndex[item]
+	return ok
+}
+
 // AddRateLimited adds item after the delay the rate limiter gives it; each call without a
 // Forget in between counts as one more failure.
 func (q *Queue[T]) AddRateLimited(item T) {

@@ -335,3 +335,28 @@ func TestAddRateLimitedBacksOffPerItem(t *testing.T) {
 		t.Errorf("NumRequeues after Forget = %d, want 0", got)
 	}
 }
+
+func TestContains(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	q := New(Config[string]{Clock: clk})
+	defer q.ShutDown()
+	if q.Contains("a") {
+		t.Fatal("empty queue contains a")
+	}
+	q.Add("a")
+	if !q.Contains("a") {
+		t.Fatal("queued item not contained")
+	}
+	k, _ := q.Get()
+	if !q.Contains(k) {
+		t.Fatal("item being processed not contained")
+	}
+	q.Done(k)
+	if q.Contains("a") {
+		t.Fatal("item contained after Done")
+	}
+	q.AddAfter("b", time.Minute)
+	if !q.Contains("b") {
+		t.Fatal("delayed item not contained")
+	}
+}

@@ -135,7 +135,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin string, log *slog.Logger) (ph Phase, err error) {
 	ph.Nodes = nodes
 	dir := filepath.Join(cfg.Workdir, "nodes-"+strconv.Itoa(nodes))
-	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: filepath.Join(dir, "home"), AMQPURL: cfg.AMQPURL,
+	// Each phase's cluster gets a vhost of its own: a durable `scheduler` queue shared with
+	// the previous phase (or make up's cluster) would feed this scheduler pods of another
+	// cluster, whose resourceVersions mean nothing here.
+	amqpURL, dropVHost, err := cluster.VHost(ctx, cfg.AMQPURL, fmt.Sprintf("minik8s-bench-%d-%d", nodes, time.Now().Unix()))
+	if err != nil {
+		return ph, err
+	}
+	defer dropVHost()
+	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: filepath.Join(dir, "home"), AMQPURL: amqpURL,
 		// Thousands of simulated nodes need more /24 blocks than 10.244.0.0/16 has.
 		ExtraArgs: []string{"--cluster-cidr", "100.64.0.0/10"}})
 	if err != nil {
@@ -172,7 +180,7 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 	log.Info("baseline done", "pods_per_s", ph.Baseline.PodsPerSecond(), "latency", ph.Baseline.Latency.String())
 
 	sched, err := startChild(dir, "scheduler", schedBin, "--kubeconfig",
-		filepath.Join(dir, "home", "kubeconfigs", "scheduler.kubeconfig"), "--amqp-url", cfg.AMQPURL,
+		filepath.Join(dir, "home", "kubeconfigs", "scheduler.kubeconfig"), "--amqp-url", amqpURL,
 		"--leader-elect=false")
 	if err != nil {
 		return ph, err
@@ -333,7 +341,7 @@ feed:
 		return Result{}, fmt.Errorf("pod watch ended early: %w", err)
 	case <-ctx.Done():
 		r := tl.result()
-		return Result{}, fmt.Errorf("only %d of %d pods bound: %w", r.Pods, cfg.Pods, ctx.Err())
+		return Result{}, fmt.Errorf("only %d of %d pods bound (unbound: %s): %w", r.Pods, cfg.Pods, unbound(pods, prefix), ctx.Err())
 	}
 	return tl.result(), nil
 }
@@ -351,4 +359,25 @@ func follow(w watch.Interface, prefix string, tl *timeline) error {
 		tl.sawBound(p.Name, time.Now())
 	}
 	return errors.New("result channel closed")
+}
+
+// unbound names (some of) the pods the API still shows without a node, for the error that
+// says the run did not finish: the first thing to look for in the scheduler's log.
+func unbound(pods *mclient.Typed[*corev1.Pod, *corev1.PodList], prefix string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := pods.List(ctx, "default", metav1.ListOptions{LabelSelector: "app=schedbench"})
+	if err != nil {
+		return "list failed: " + err.Error()
+	}
+	var names []string
+	for _, p := range list.Items {
+		if p.Spec.NodeName == "" && strings.HasPrefix(p.Name, prefix+"-") {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) > 10 {
+		names = append(names[:10], fmt.Sprintf("and %d more", len(names)-10))
+	}
+	return strings.Join(names, ", ")
 }

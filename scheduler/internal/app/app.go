@@ -195,6 +195,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}
 		log.Info("caches synced")
+		go sweepLoop(ctx, s, podInf, cfg.RelistPeriod)
 		return s.Start(ctx)
 	}))
 	return g.Run(ctx)
@@ -296,4 +297,26 @@ func catchUp(ctx context.Context, pods *client.Typed[*corev1.Pod, *corev1.PodLis
 	podInf.RequestRelist()
 	nodeInf.RequestRelist()
 	return nil
+}
+
+// sweepLoop hands the scheduler every cached pod once per period, so a pending pod that no
+// queue holds (which would be a bug) waits one period instead of forever.
+func sweepLoop(ctx context.Context, s *scheduler.Scheduler, podInf *informer.Informer, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		objs := podInf.Store().List()
+		pods := make([]*corev1.Pod, 0, len(objs))
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				pods = append(pods, p)
+			}
+		}
+		s.Sweep(pods)
+	}
 }

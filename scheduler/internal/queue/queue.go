@@ -88,6 +88,10 @@ func (q *Queue) MoveAllToActive() {
 	}
 }
 
+// Has reports whether key is ready, being processed, or waiting out a back-off: whether the
+// queue will hand it out again by itself.
+func (q *Queue) Has(key string) bool { return q.q.Contains(key) }
+
 // Len is how many keys are ready for Get.
 func (q *Queue) Len() int { return q.q.Len() }
 

@@ -273,3 +273,43 @@ func TestHarnessIgnoresOtherSchedulers(t *testing.T) {
 		t.Errorf("bindings (-want +got):\n%s", diff)
 	}
 }
+
+// A pending pod that reached the store but not the queue (a lost key) is found by Sweep and
+// bound; pods the queue holds, young pods, bound pods and assumed pods are left alone.
+func TestHarnessSweepFindsLostPods(t *testing.T) {
+	h := newHarness(t, &framework.RoundRobin{})
+	h.addNode(mkNode("a", "110"))
+	now := h.s.cfg.Clock.Now()
+
+	lost := mkPod("lost")
+	h.mu.Lock()
+	h.pods["default/lost"] = lost // never handed to the handler: the queue does not know it
+	h.mu.Unlock()
+	queued := mkPod("queued")
+	h.addPod(queued)
+	young := mkPod("young", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(now.Add(-time.Second)) })
+	bound := mkPod("bound", func(p *corev1.Pod) { p.Spec.NodeName = "a" })
+
+	if n := h.s.Sweep([]*corev1.Pod{lost, queued, young, bound}); n != 1 {
+		t.Fatalf("Sweep added %d pods, want 1 (only the lost one)", n)
+	}
+	if n := h.s.Sweep([]*corev1.Pod{lost}); n != 0 {
+		t.Fatalf("a second Sweep added the queued pod again (%d)", n)
+	}
+	h.run()
+	if h.bindings["default/lost"] != "a" || h.bindings["default/queued"] != "a" {
+		t.Fatalf("bindings = %v, want lost and queued on a", h.bindings)
+	}
+
+	// An assumed pod whose binding the informer has not shown yet is not lost either.
+	h.observe = false
+	late := mkPod("late")
+	h.addPod(late)
+	h.run()
+	if _, ok := h.bindings["default/late"]; !ok {
+		t.Fatal("late was not bound")
+	}
+	if n := h.s.Sweep([]*corev1.Pod{late}); n != 0 {
+		t.Fatalf("Sweep re-added a pod whose binding is only assumed (%d)", n)
+	}
+}

@@ -68,6 +68,9 @@ type Config struct {
 	BindWorkers int
 }
 
+// SweepMinAge is how old a pending pod must be before Sweep may call it lost.
+const SweepMinAge = 10 * time.Second
+
 // DefaultBindWorkers is Config.BindWorkers when unset.
 const DefaultBindWorkers = 16
 
@@ -267,6 +270,28 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 		// A conflict means a newer pod is on its way; the retry writes the condition again.
 		s.log.Warn("writing the PodScheduled condition", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+}
+
+// Sweep adds every pod of pods that waits for this scheduler but that the queue does not hold
+// and no binding is under way for, and returns how many it added. The queue should never
+// lose a pending pod; Sweep is the safety net that makes such a loss cost one sweep period
+// instead of the pod, and its warning makes the loss visible.
+//
+// Pods younger than SweepMinAge are left alone: their Add may still be on its way from the
+// informer to the queue.
+func (s *Scheduler) Sweep(pods []*corev1.Pod) int {
+	n := 0
+	now := s.cfg.Clock.Now()
+	for _, pod := range pods {
+		key := pod.Namespace + "/" + pod.Name
+		if !Responsible(pod) || now.Sub(pod.CreationTimestamp.Time) < SweepMinAge || s.cfg.Queue.Has(key) || s.cfg.Cache.IsAssumed(pod.Namespace, pod.Name) {
+			continue
+		}
+		s.log.Warn("pending pod was in no queue; adding it again", "pod", key)
+		s.cfg.Queue.Add(key)
+		n++
+	}
+	return n
 }
 
 // PodHandler keeps the cache and the queue in step with pods.
