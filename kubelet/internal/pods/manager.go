@@ -77,6 +77,7 @@ type Manager struct {
 	builder spec.Builder
 	crash   *backoff.BackOff
 	pulls   *backoff.BackOff
+	images  *images
 	status  *status.Manager
 	prober  *prober.Manager
 	pleg    *pleg.PLEG
@@ -111,6 +112,7 @@ func New(cfg Config) *Manager {
 		builder:  spec.Builder{NodeName: cfg.NodeName, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage, Lookup: cfg.Lookup},
 		crash:    backoff.New(cfg.Clock),
 		pulls:    backoff.New(cfg.Clock),
+		images:   newImages(cfg.Clock),
 		status:   status.NewManager(cfg.Status),
 		workers:  map[types.UID]*worker{},
 		finished: map[types.UID]bool{},

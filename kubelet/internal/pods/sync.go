@@ -218,13 +218,23 @@ func (m *Manager) createSandbox(ctx context.Context, w *worker, pod *corev1.Pod,
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cfg := m.builder.Sandbox(pod, attempt)
-	if ok, err := m.cfg.Runtime.ImagePresent(cctx, cfg.Image); err == nil && !ok {
-		if err := m.cfg.Runtime.Pull(cctx, cfg.Image); err != nil {
-			return "", fmt.Errorf("sandbox image %s: %w", cfg.Image, err)
+	if !m.images.present(cfg.Image) {
+		ok, err := m.cfg.Runtime.ImagePresent(cctx, cfg.Image)
+		if err == nil && !ok {
+			err = m.cfg.Runtime.Pull(cctx, cfg.Image)
+			if err != nil {
+				return "", fmt.Errorf("sandbox image %s: %w", cfg.Image, err)
+			}
+		}
+		if err == nil {
+			m.images.mark(cfg.Image)
 		}
 	}
 	id, err := m.cfg.Runtime.Create(cctx, cfg)
 	if err != nil {
+		if errors.Is(err, runtime.ErrImageNotFound) {
+			m.images.forget(cfg.Image)
+		}
 		return "", fmt.Errorf("create sandbox: %w", err)
 	}
 	if err := m.cfg.Runtime.Start(cctx, id); err != nil {
@@ -306,6 +316,9 @@ func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod
 	}
 	id, err := m.cfg.Runtime.Create(cctx, cfg)
 	if err != nil {
+		if errors.Is(err, runtime.ErrImageNotFound) {
+			m.images.forget(c.Image)
+		}
 		m.failed(pod, c, st, "CreateContainerError", err)
 		return
 	}
@@ -342,10 +355,16 @@ func (m *Manager) ensureImage(ctx context.Context, w *worker, pod *corev1.Pod, c
 	if policy == "" {
 		policy = defaultPullPolicy(c.Image)
 	}
-	present, err := m.cfg.Runtime.ImagePresent(ctx, c.Image)
-	if err != nil {
-		m.failed(pod, c, st, "ErrImagePull", err)
-		return false
+	present := policy != corev1.PullAlways && m.images.present(c.Image)
+	if !present {
+		var err error
+		if present, err = m.cfg.Runtime.ImagePresent(ctx, c.Image); err != nil {
+			m.failed(pod, c, st, "ErrImagePull", err)
+			return false
+		}
+		if present {
+			m.images.mark(c.Image)
+		}
 	}
 	switch {
 	case policy == corev1.PullNever && !present:
@@ -369,9 +388,10 @@ func (m *Manager) ensureImage(ctx context.Context, w *worker, pod *corev1.Pod, c
 		}
 	}
 	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
-	err = m.cfg.Runtime.Pull(ctx, c.Image)
+	err := m.cfg.Runtime.Pull(ctx, c.Image)
 	switch {
 	case err == nil:
+		m.images.mark(c.Image)
 		delete(w.pullFailed, c.Name)
 		m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q", c.Image)
 		return true

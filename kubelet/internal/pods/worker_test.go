@@ -533,3 +533,47 @@ func TestOtherNodesContainersAreLeftAlone(t *testing.T) {
 		t.Fatalf("another node's containers = %d after this node's relists, want 1", n)
 	}
 }
+
+// Pods sharing an image ask the engine about it once while it is fresh, and an image removed
+// behind the kubelet's back costs a failed create, after which it is asked about again.
+func TestImagePresenceIsRemembered(t *testing.T) {
+	h := newHarness(t)
+	asked := func(image string) int {
+		n := 0
+		for _, c := range h.rt.Calls() {
+			if c.Method == "ImagePresent" && c.Arg == image {
+				n++
+			}
+		}
+		return n
+	}
+	p1 := newPod("p1", corev1.RestartPolicyAlways, "app")
+	h.m.Update(p1)
+	h.settle("p1 running", func() bool { _, ok := h.running(p1.UID, "app"); return ok })
+	p2 := newPod("p2", corev1.RestartPolicyAlways, "app")
+	h.m.Update(p2)
+	h.settle("p2 running", func() bool { _, ok := h.running(p2.UID, "app"); return ok })
+	if n := asked("echo:1"); n != 1 {
+		t.Errorf("asked the engine about echo:1 %d times for two pods, want 1", n)
+	}
+	if n := asked(spec.DefaultSandboxImage); n != 1 {
+		t.Errorf("asked the engine about the sandbox image %d times for two pods, want 1", n)
+	}
+
+	// The image goes away: the next create fails with the runtime's reason, and once the image
+	// is back the pod starts without waiting out the remembered presence.
+	h.rt.RemoveImage("echo:1")
+	p3 := newPod("p3", corev1.RestartPolicyAlways, "app")
+	h.m.Update(p3)
+	h.settle("p3 waits with a create error", func() bool {
+		return h.status.any(p3.UID, func(st corev1.PodStatus) bool {
+			w := containerStatus(st, "app").State.Waiting
+			return w != nil && w.Reason == "CreateContainerError"
+		})
+	})
+	h.rt.AddImage("echo:1")
+	h.eventually("p3 running once the image is back", func() bool { _, ok := h.running(p3.UID, "app"); return ok })
+	if n := asked("echo:1"); n < 2 {
+		t.Errorf("the engine was not asked about echo:1 again after a create failed for want of it")
+	}
+}
