@@ -51,7 +51,10 @@ type Config struct {
 	BridgeName   string
 	PLEGPeriod   time.Duration
 	// RelistPeriod is how often the desired pods are relisted from the API (the bus is a hint).
-	RelistPeriod    time.Duration
+	RelistPeriod time.Duration
+	// UsagePeriod is how often the node's usage is sampled for its Node's annotations;
+	// negative turns the report off.
+	UsagePeriod     time.Duration
 	ShutdownTimeout time.Duration
 }
 
@@ -236,6 +239,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
 		Review: reviewer(ccfg), Registry: reg, Logger: log})
 	reg.MustRegister(server.NewUsageCollector(srv))
+	var usage *nodestatus.UsageReporter
+	if cfg.UsagePeriod >= 0 {
+		usage, err = nodestatus.NewUsageReporter(nodestatus.UsageConfig{Node: node, Period: cfg.UsagePeriod},
+			usageSource{srv}, client.MustFor[*corev1.Node, *corev1.NodeList](cl), clock.Real{}, log.With("part", "nodeusage"))
+		if err != nil {
+			return err
+		}
+	}
 	httpSrv := &http.Server{
 		Addr:              net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port)),
 		Handler:           srv.Handler(),
@@ -282,6 +293,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}()
 		return agent.Start(ctx)
 	}))
+	if usage != nil {
+		g.Add("nodeusage", run.Func(func(ctx context.Context) error {
+			// Patching a Node that does not exist yet would only fail.
+			select {
+			case <-agent.Registered():
+			case <-ctx.Done():
+				return nil
+			}
+			return usage.Start(ctx)
+		}))
+	}
 	g.Add("bus", run.Func(func(ctx context.Context) error {
 		return b.Consume(ctx, bus.Subscription{
 			Queue: queue, Bindings: bindings, Handler: src.handle,

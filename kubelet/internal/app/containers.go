@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"minik8s.io/kubelet/internal/nodestatus"
 	"minik8s.io/kubelet/internal/pods/spec"
 	"minik8s.io/kubelet/internal/runtime"
 	"minik8s.io/kubelet/internal/server"
@@ -67,6 +68,22 @@ func (c containerIndex) PodContainers(ctx context.Context) ([]server.PodRef, err
 	out := make([]server.PodRef, 0, len(order))
 	for _, uid := range order {
 		out = append(out, *byUID[uid])
+	}
+	return out, nil
+}
+
+// usageSource feeds the node usage reporter from the same sampling as /stats/summary.
+type usageSource struct{ srv *server.Server }
+
+func (u usageSource) ContainerUsage(ctx context.Context) ([]nodestatus.ContainerUsage, error) {
+	samples, err := u.srv.ContainerSamples(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodestatus.ContainerUsage, 0, len(samples))
+	for _, s := range samples {
+		out = append(out, nodestatus.ContainerUsage{ID: s.ID, CPUNanos: s.Stats.CPUUsageNanos,
+			MemoryBytes: s.Stats.MemoryWorkingSetBytes, Time: s.Stats.Timestamp})
 	}
 	return out, nil
 }

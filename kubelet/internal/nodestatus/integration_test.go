@@ -21,6 +21,7 @@ import (
 	"minik8s.io/kubelet/internal/nodestatus"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
+	"minik8s.io/shared/scheme"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -162,5 +163,64 @@ func waitReal(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestIntegrationUsageAnnotations runs the usage reporter against the apiserver: the
+// annotations appear on the Node through a merge patch that leaves the rest alone.
+func TestIntegrationUsageAnnotations(t *testing.T) {
+	c := requireAPIServer(t)
+	nodes := client.MustFor[*corev1.Node, *corev1.NodeList](c)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "nodeusage-it-" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := nodes.Delete(ctx, "", name, metav1.DeleteOptions{}); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			t.Errorf("delete test node %s: %v", name, err)
+		}
+	})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	agent, err := nodestatus.New(nodestatus.Config{Name: name, ContainerRuntimeVersion: "docker://20.10.24"}, nodestatus.ClientAPI(c), clock.Real{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Register(t.Context()); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+
+	src := &fakeContainers{ctrs: map[string]*fakeContainer{}}
+	src.set("a", 300, 200<<20)
+	r, err := nodestatus.NewUsageReporter(nodestatus.UsageConfig{Node: name, Period: 100 * time.Millisecond}, src, nodes, clock.Real{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	src.advance(0, start) // the runtime's own timestamps set the rate, not when Sync ran
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatalf("first Sync: %v", err)
+	}
+	src.advance(2*time.Second, start.Add(2*time.Second))
+	if err := r.Sync(t.Context()); err != nil {
+		t.Fatalf("second Sync: %v", err)
+	}
+	last, ok := r.Last()
+	if !ok {
+		t.Fatal("the second sample wrote no usage")
+	}
+	n, err := nodes.Get(t.Context(), "", name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get node: %v", err)
+	}
+	want := map[string]string{scheme.AnnotationUsageCPU: "300m", scheme.AnnotationUsageMemory: "200Mi",
+		scheme.AnnotationUsageTime: last.Time.UTC().Format(time.RFC3339)}
+	for k, v := range want {
+		if n.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q (all: %v)", k, n.Annotations[k], v, n.Annotations)
+		}
+	}
+	if n.Labels["kubernetes.io/hostname"] != name || n.Spec.PodCIDR != agent.PodCIDR() || n.Status.Capacity.Cpu().IsZero() {
+		t.Errorf("the patch disturbed the node: labels %v, podCIDR %q, capacity %v", n.Labels, n.Spec.PodCIDR, n.Status.Capacity)
 	}
 }

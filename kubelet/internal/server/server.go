@@ -241,32 +241,64 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 
 // Summary samples every running container of every pod.
 func (s *Server) Summary(ctx context.Context) (*Summary, error) {
+	out := &Summary{Node: NodeStats{NodeName: s.cfg.Node}, Pods: []PodStats{}}
+	var ps *PodStats
+	err := s.walk(ctx, func(p PodRef) {
+		out.Pods = append(out.Pods, PodStats{PodRef: PodReference{Name: p.Name, Namespace: p.Namespace, UID: p.UID}, Containers: []ContainerStats{}})
+		ps = &out.Pods[len(out.Pods)-1]
+	}, func(_ PodRef, name, _ string, st runtime.Stats) {
+		cs := ContainerStats{Name: name,
+			CPU:    CPUStats{Time: st.Timestamp, UsageCoreNanoSeconds: st.CPUUsageNanos},
+			Memory: MemoryStats{Time: st.Timestamp, WorkingSetBytes: st.MemoryWorkingSetBytes}}
+		ps.Containers = append(ps.Containers, cs)
+		ps.CPU.UsageCoreNanoSeconds += st.CPUUsageNanos
+		ps.Memory.WorkingSetBytes += st.MemoryWorkingSetBytes
+		if st.Timestamp.After(ps.CPU.Time) {
+			ps.CPU.Time, ps.Memory.Time = st.Timestamp, st.Timestamp
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ContainerSample is one running container's stats under its runtime id.
+type ContainerSample struct {
+	// ID names the container instance: a restarted container has a new one, so its CPU
+	// counter starting again from zero is never mistaken for a drop.
+	ID    string
+	Stats runtime.Stats
+}
+
+// ContainerSamples samples every running container of every pod, for the node's usage.
+func (s *Server) ContainerSamples(ctx context.Context) ([]ContainerSample, error) {
+	var out []ContainerSample
+	err := s.walk(ctx, func(PodRef) {}, func(_ PodRef, _, id string, st runtime.Stats) {
+		out = append(out, ContainerSample{ID: id, Stats: st})
+	})
+	return out, err
+}
+
+// walk calls pod for each pod and then container for each of its containers the runtime
+// still has stats for.
+func (s *Server) walk(ctx context.Context, pod func(PodRef), container func(p PodRef, name, id string, st runtime.Stats)) error {
 	pods, err := s.cfg.Containers.PodContainers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return fmt.Errorf("list pods: %w", err)
 	}
-	out := &Summary{Node: NodeStats{NodeName: s.cfg.Node}, Pods: []PodStats{}}
 	for _, p := range pods {
-		ps := PodStats{PodRef: PodReference{Name: p.Name, Namespace: p.Namespace, UID: p.UID}, Containers: []ContainerStats{}}
+		pod(p)
 		for name, id := range p.Containers {
 			st, err := s.cfg.Runtime.Stats(ctx, id)
 			if errors.Is(err, runtime.ErrNotFound) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("stats of %s/%s %s: %w", p.Namespace, p.Name, name, err)
+				return fmt.Errorf("stats of %s/%s %s: %w", p.Namespace, p.Name, name, err)
 			}
-			cs := ContainerStats{Name: name,
-				CPU:    CPUStats{Time: st.Timestamp, UsageCoreNanoSeconds: st.CPUUsageNanos},
-				Memory: MemoryStats{Time: st.Timestamp, WorkingSetBytes: st.MemoryWorkingSetBytes}}
-			ps.Containers = append(ps.Containers, cs)
-			ps.CPU.UsageCoreNanoSeconds += st.CPUUsageNanos
-			ps.Memory.WorkingSetBytes += st.MemoryWorkingSetBytes
-			if st.Timestamp.After(ps.CPU.Time) {
-				ps.CPU.Time, ps.Memory.Time = st.Timestamp, st.Timestamp
-			}
+			container(p, name, id, st)
 		}
-		out.Pods = append(out.Pods, ps)
 	}
-	return out, nil
+	return nil
 }

@@ -192,3 +192,36 @@ func TestMetricsExportContainerUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestContainerSamples(t *testing.T) {
+	rt := fake.New(clock.Real{})
+	rt.AddImage("img")
+	ctx := t.Context()
+	id, _ := rt.Create(ctx, runtime.ContainerConfig{Name: "app", Image: "img"})
+	if err := rt.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	if err := rt.SetStats(id, runtime.Stats{Timestamp: at, CPUUsageNanos: 7e9, MemoryWorkingSetBytes: 3 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	// "gone" is listed but the runtime no longer has it: skipped, not an error.
+	s := New(Config{Node: "n1", Runtime: rt, Containers: podList{{Namespace: "default", Name: "web", UID: "u1",
+		Containers: map[string]string{"app": id, "gone": "no-such-id"}}}})
+	got, err := s.ContainerSamples(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ContainerSample{{ID: id, Stats: runtime.Stats{Timestamp: at, CPUUsageNanos: 7e9, MemoryWorkingSetBytes: 3 << 20}}}
+	if len(got) != 1 || got[0].ID != want[0].ID || got[0].Stats != want[0].Stats {
+		t.Errorf("samples = %+v, want %+v", got, want)
+	}
+}
+
+type podList []PodRef
+
+func (podList) ContainerID(context.Context, string, string, string, bool) (string, error) {
+	return "", runtime.ErrNotFound
+}
+
+func (p podList) PodContainers(context.Context) ([]PodRef, error) { return p, nil }

@@ -15,6 +15,10 @@ import (
 // that succeeded shows up on the bus within moments, so a longer silence means it was lost.
 const DefaultAssumeTTL = 30 * time.Second
 
+// DefaultUsageMaxAge bounds how old a node's usage report may be and still count. Kubelets
+// rewrite it at least every minute, so an older one comes from a kubelet that stopped.
+const DefaultUsageMaxAge = 3 * time.Minute
+
 type podEntry struct {
 	pod      *corev1.Pod
 	node     string
@@ -25,8 +29,9 @@ type podEntry struct {
 // Cache is safe for concurrent use: informer handlers write it while the scheduling loop reads
 // snapshots.
 type Cache struct {
-	clock clock.Clock
-	ttl   time.Duration
+	clock       clock.Clock
+	ttl         time.Duration
+	usageMaxAge time.Duration
 
 	mu    sync.Mutex
 	nodes map[string]*framework.NodeInfo
@@ -41,20 +46,26 @@ func New(clk clock.Clock, ttl time.Duration) *Cache {
 	if ttl <= 0 {
 		ttl = DefaultAssumeTTL
 	}
-	return &Cache{clock: clk, ttl: ttl, nodes: map[string]*framework.NodeInfo{}, pods: map[string]podEntry{}}
+	return &Cache{clock: clk, ttl: ttl, usageMaxAge: DefaultUsageMaxAge, nodes: map[string]*framework.NodeInfo{}, pods: map[string]podEntry{}}
 }
 
 func key(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
-// SetNode adds or replaces a node, keeping the pods already accounted to it.
+// SetNode adds or replaces a node, keeping the pods already accounted to it, and reads the
+// usage its kubelet reports.
 func (c *Cache) SetNode(node *corev1.Node) {
+	var usage *framework.Usage
+	if u, ok := framework.NodeUsage(node); ok {
+		usage = &u
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ni, ok := c.nodes[node.Name]; ok {
-		ni.Node = node
+		ni.Node, ni.Usage = node, usage
 		return
 	}
 	ni := framework.NewNodeInfo(node)
+	ni.Usage = usage
 	for _, e := range c.pods {
 		if e.node == node.Name {
 			ni.AddPod(e.pod)
@@ -121,7 +132,9 @@ func (c *Cache) IsAssumed(namespace, name string) bool {
 }
 
 // Snapshot returns copies of every node's info in name order, after dropping expired
-// assumptions. The copies are the caller's: the scheduling loop may change them.
+// assumptions. A usage report older than DefaultUsageMaxAge (or as far in the future) is left
+// out of the copy, so strategies, which have no clock, see only usage worth trusting. The
+// copies are the caller's: the scheduling loop may change them.
 func (c *Cache) Snapshot() []*framework.NodeInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,7 +146,11 @@ func (c *Cache) Snapshot() []*framework.NodeInfo {
 	}
 	out := make([]*framework.NodeInfo, 0, len(c.nodes))
 	for _, ni := range c.nodes {
-		out = append(out, ni.Clone())
+		cp := ni.Clone()
+		if u := cp.Usage; u != nil && (now.Sub(u.Time) > c.usageMaxAge || u.Time.Sub(now) > c.usageMaxAge) {
+			cp.Usage = nil
+		}
+		out = append(out, cp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out

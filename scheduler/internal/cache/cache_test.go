@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/scheduler/internal/framework"
+	"minik8s.io/shared/scheme"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -65,5 +67,72 @@ func TestCache(t *testing.T) {
 	snap[0].Pods = 99
 	if c.Snapshot()[0].Pods == 99 {
 		t.Error("a snapshot shares state with the cache")
+	}
+}
+
+// reporting is node name with the kubelet's usage annotations: cpu in millicores, at when.
+func reporting(name, cpu string, at time.Time) *corev1.Node {
+	n := node(name)
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")}
+	n.Annotations = map[string]string{scheme.AnnotationUsageCPU: cpu, scheme.AnnotationUsageMemory: "1Gi",
+		scheme.AnnotationUsageTime: at.UTC().Format(time.RFC3339)}
+	return n
+}
+
+func TestCacheUsage(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	c := New(clk, 0)
+	// a requests little but is busy; b requests more and reports nothing.
+	c.SetNode(reporting("a", "1800m", t0))
+	b := node("b")
+	b.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")}
+	c.SetNode(b)
+	c.SetPod(pod("x", "a"))
+	p := pod("y", "b")
+	p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	c.SetPod(p)
+
+	steps := []struct {
+		name      string
+		do        func()
+		wantUsage map[string]int64 // node -> reported millicores the snapshot keeps
+		wantPick  string           // leastcpu's choice for a 100m pod
+	}{
+		{"fresh usage counts", func() {}, map[string]int64{"a": 1800}, "b"},
+		{"still fresh at the bound", func() { clk.Step(DefaultUsageMaxAge) }, map[string]int64{"a": 1800}, "b"},
+		{"stale usage is ignored", func() { clk.Step(time.Second) }, map[string]int64{}, "a"},
+		{"a new report counts again", func() { c.SetNode(reporting("a", "1800m", clk.Now())) }, map[string]int64{"a": 1800}, "b"},
+		{"a report from the future is not trusted", func() { c.SetNode(reporting("a", "1800m", clk.Now().Add(time.Hour))) }, map[string]int64{}, "a"},
+		{"an unparsable report is ignored", func() {
+			n := reporting("a", "1800m", clk.Now())
+			n.Annotations[scheme.AnnotationUsageCPU] = "busy"
+			c.SetNode(n)
+		}, map[string]int64{}, "a"},
+		{"a node update without the annotations drops the usage", func() {
+			c.SetNode(reporting("a", "1800m", clk.Now()))
+			n := reporting("a", "1800m", clk.Now())
+			n.Annotations = nil
+			c.SetNode(n)
+		}, map[string]int64{}, "a"},
+	}
+	leastCPU, _ := framework.NewStrategy(framework.StrategyLeastCPU, nil)
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.do()
+			snap := c.Snapshot()
+			got := map[string]int64{}
+			for _, ni := range snap {
+				if ni.Usage != nil {
+					got[ni.Name()] = ni.Usage.MilliCPU
+				}
+			}
+			if diff := cmp.Diff(s.wantUsage, got); diff != "" {
+				t.Errorf("usage in the snapshot (-want +got):\n%s", diff)
+			}
+			if pick := leastCPU.Select(pod("new", ""), snap).Name(); pick != s.wantPick {
+				t.Errorf("leastcpu picked %s, want %s", pick, s.wantPick)
+			}
+		})
 	}
 }

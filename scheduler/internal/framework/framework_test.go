@@ -3,6 +3,7 @@ package framework
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"minik8s.io/shared/scheme"
 )
 
 func node(name string, mod ...func(*corev1.Node)) *corev1.Node {
@@ -63,6 +66,21 @@ func info(n *corev1.Node, pods ...*corev1.Pod) *NodeInfo {
 	for _, p := range pods {
 		ni.AddPod(p)
 	}
+	return ni
+}
+
+// used gives ni a fresh usage report (cpu and mem as quantities, "" for zero).
+func used(ni *NodeInfo, cpu, mem string) *NodeInfo {
+	u := &Usage{Time: time.Now()}
+	if cpu != "" {
+		q := resource.MustParse(cpu)
+		u.MilliCPU = q.MilliValue()
+	}
+	if mem != "" {
+		q := resource.MustParse(mem)
+		u.Memory = q.Value()
+	}
+	ni.Usage = u
 	return ni
 }
 
@@ -241,6 +259,30 @@ func TestStrategies(t *testing.T) {
 			info(node("a"), pod("x", requests("1", "2Gi"))),
 			info(node("b"), pod("y", requests("100m", "100Mi")), pod("z")),
 		}, []string{"b"}},
+		{"leastcpu: low requests but high usage loses", LeastCPU{}, pod("p", requests("100m", "")), []*NodeInfo{
+			used(info(node("a"), pod("x", requests("200m", ""))), "1800m", ""), // max(0.2, 1.8)+0.1 of 2 = 0.95
+			info(node("b"), pod("y", requests("1", ""))),                       // 1.1/2 = 0.55
+		}, []string{"b"}},
+		{"leastcpu: usage under requests changes nothing", LeastCPU{}, pod("p", requests("100m", "")), []*NodeInfo{
+			used(info(node("a"), pod("x", requests("1", ""))), "100m", ""),
+			info(node("b"), pod("y", requests("500m", ""))),
+		}, []string{"b"}},
+		{"leastcpu: usage weighed against allocatable", LeastCPU{}, pod("p"), []*NodeInfo{
+			used(info(node("a")), "1", ""),      // 1/2
+			used(info(node("b", big)), "3", ""), // 3/8
+		}, []string{"b"}},
+		{"leastcpu: missing usage is requests only", LeastCPU{}, pod("p", requests("100m", "")), []*NodeInfo{
+			info(node("a"), pod("x", requests("200m", ""))),
+			info(node("b"), pod("y", requests("1", ""))),
+		}, []string{"a"}},
+		{"leastmemory: low requests but high usage loses", LeastMemory{}, pod("p", requests("", "256Mi")), []*NodeInfo{
+			used(info(node("a"), pod("x", requests("", "512Mi"))), "", "3Gi"),
+			info(node("b"), pod("y", requests("", "2Gi"))),
+		}, []string{"b"}},
+		{"leastmemory: missing usage is requests only", LeastMemory{}, pod("p", requests("", "256Mi")), []*NodeInfo{
+			info(node("a"), pod("x", requests("", "512Mi"))),
+			info(node("b"), pod("y", requests("", "2Gi"))),
+		}, []string{"a"}},
 		{"random is seeded", NewRandom(rand.New(rand.NewPCG(1, 2))), pod("p"), []*NodeInfo{info(node("a")), info(node("b")), info(node("c"))}, nil},
 	}
 	for _, tt := range tests {
@@ -280,5 +322,41 @@ func TestNewStrategy(t *testing.T) {
 	}
 	if _, err := NewStrategy("best", nil); err == nil {
 		t.Error("unknown strategy accepted")
+	}
+}
+
+func TestNodeUsage(t *testing.T) {
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	ann := func(cpu, mem, when string) *corev1.Node {
+		n := node("n")
+		n.Annotations = map[string]string{}
+		for k, v := range map[string]string{scheme.AnnotationUsageCPU: cpu, scheme.AnnotationUsageMemory: mem, scheme.AnnotationUsageTime: when} {
+			if v != "-" {
+				n.Annotations[k] = v
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name   string
+		node   *corev1.Node
+		want   Usage
+		wantOK bool
+	}{
+		{"all three", ann("250m", "123456789", "2025-06-01T10:00:00Z"), Usage{MilliCPU: 250, Memory: 123456789, Time: at}, true},
+		{"binary suffix and whole cores", ann("2", "64Mi", "2025-06-01T10:00:00Z"), Usage{MilliCPU: 2000, Memory: 64 << 20, Time: at}, true},
+		{"no annotations", node("n"), Usage{}, false},
+		{"time missing", ann("250m", "1Gi", "-"), Usage{}, false},
+		{"cpu unparsable", ann("lots", "1Gi", "2025-06-01T10:00:00Z"), Usage{}, false},
+		{"memory negative", ann("250m", "-1Gi", "2025-06-01T10:00:00Z"), Usage{}, false},
+		{"time not RFC 3339", ann("250m", "1Gi", "yesterday"), Usage{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := NodeUsage(tt.node)
+			if ok != tt.wantOK || !got.Time.Equal(tt.want.Time) || got.MilliCPU != tt.want.MilliCPU || got.Memory != tt.want.Memory {
+				t.Errorf("NodeUsage = %+v, %v; want %+v, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
 	}
 }

@@ -72,6 +72,9 @@ type NodeInfo struct {
 	Pods        int
 	PodsByOwner map[types.UID]int
 	Ports       []HostPort
+	// Usage is what the node's kubelet reported its pods use, nil when unknown or too old to
+	// trust (the cache decides, with its clock).
+	Usage *Usage
 }
 
 // Name is the node's name.
@@ -124,6 +127,10 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{Node: n.Node, Requested: n.Requested.Clone(), Pods: n.Pods,
 		PodsByOwner: make(map[types.UID]int, len(n.PodsByOwner)), Ports: append([]HostPort(nil), n.Ports...)}
+	if n.Usage != nil {
+		u := *n.Usage
+		out.Usage = &u
+	}
 	for k, v := range n.PodsByOwner {
 		out.PodsByOwner[k] = v
 	}

@@ -102,8 +102,10 @@ func (LeastPods) Select(_ *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	return pickMin(nodes, func(n *NodeInfo) []float64 { return []float64{float64(n.Pods)} })
 }
 
-// LeastCPU picks the node whose requested CPU, with the pod added, is the smallest share of
-// its allocatable CPU.
+// LeastCPU picks the node whose CPU, with the pod added, is the smallest share of its
+// allocatable CPU. A node's CPU is the larger of what its pods request and what its kubelet
+// reports they use (NodeInfo.Usage, when fresh), so a node busy with pods that request little
+// loses to an idle one; without a usage report, requests alone count.
 type LeastCPU struct{}
 
 func (LeastCPU) Name() string { return StrategyLeastCPU }
@@ -111,12 +113,13 @@ func (LeastCPU) Name() string { return StrategyLeastCPU }
 func (LeastCPU) Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	req := PodRequests(pod)
 	return pickMin(nodes, func(n *NodeInfo) []float64 {
-		cpu, _ := shares(n, req)
+		cpu, _ := loadShares(n, req)
 		return []float64{cpu, float64(n.Pods)}
 	})
 }
 
-// LeastMemory is LeastCPU for memory.
+// LeastMemory is LeastCPU for memory: the larger of requested and used working set, with the
+// pod's request added, as a share of allocatable memory.
 type LeastMemory struct{}
 
 func (LeastMemory) Name() string { return StrategyLeastMemory }
@@ -124,7 +127,7 @@ func (LeastMemory) Name() string { return StrategyLeastMemory }
 func (LeastMemory) Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	req := PodRequests(pod)
 	return pickMin(nodes, func(n *NodeInfo) []float64 {
-		_, mem := shares(n, req)
+		_, mem := loadShares(n, req)
 		return []float64{mem, float64(n.Pods)}
 	})
 }
@@ -152,13 +155,27 @@ func (Balanced) Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 // shares are the CPU and memory shares of n's allocatable that would be requested with req
 // added. A node that offers none of a resource counts as full of it.
 func shares(n *NodeInfo, req Resources) (cpu, mem float64) {
+	return shareOf(n, n.Requested.MilliCPU+req.MilliCPU, n.Requested.Memory+req.Memory)
+}
+
+// loadShares are like shares, but each resource counts what is in use when the kubelet's
+// report is higher than the requests: max(requested, used) + req.
+func loadShares(n *NodeInfo, req Resources) (cpu, mem float64) {
+	cpuLoad, memLoad := n.Requested.MilliCPU, n.Requested.Memory
+	if u := n.Usage; u != nil {
+		cpuLoad, memLoad = max(cpuLoad, u.MilliCPU), max(memLoad, u.Memory)
+	}
+	return shareOf(n, cpuLoad+req.MilliCPU, memLoad+req.Memory)
+}
+
+func shareOf(n *NodeInfo, milliCPU, memory int64) (cpu, mem float64) {
 	alloc, _ := n.Allocatable()
 	cpu, mem = 1, 1
 	if alloc.MilliCPU > 0 {
-		cpu = float64(n.Requested.MilliCPU+req.MilliCPU) / float64(alloc.MilliCPU)
+		cpu = float64(milliCPU) / float64(alloc.MilliCPU)
 	}
 	if alloc.Memory > 0 {
-		mem = float64(n.Requested.Memory+req.Memory) / float64(alloc.Memory)
+		mem = float64(memory) / float64(alloc.Memory)
 	}
 	return cpu, mem
 }
