@@ -30,6 +30,8 @@ func main() {
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", filepath.Join(home, "kubeconfigs", "scheduler.kubeconfig"), "kubeconfig of the scheduler")
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL")
 	fs.StringVar(&cfg.Strategy, "strategy", framework.StrategyBalanced, "how to pick a node: "+strings.Join(framework.StrategyNames, "|"))
+	fs.IntVar(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
+		"share of the nodes (in %) a pod's search for feasible nodes may stop at once enough are found; 0 adapts it to the cluster's size (50% minus 1% per 125 nodes, at least 5% and 100 nodes), 100 looks at every node")
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader through a Lease so that only one scheduler binds")
 	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this process's name in the Lease (default: hostname_pid)")
 	fs.StringVar(&cfg.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the election Lease")

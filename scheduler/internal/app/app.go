@@ -41,6 +41,8 @@ type Config struct {
 	LeaseName       string
 	RelistPeriod    time.Duration
 	ShutdownTimeout time.Duration
+	// PercentageOfNodesToScore bounds each pod's search for feasible nodes: 0 adaptive, 100 all.
+	PercentageOfNodesToScore int
 }
 
 // Validate checks the configuration before anything starts.
@@ -53,6 +55,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RelistPeriod <= 0 {
 		return fmt.Errorf("--relist-period %s must be positive", c.RelistPeriod)
+	}
+	if c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100 {
+		return fmt.Errorf("--percentage-of-nodes-to-score %d must be between 0 (adaptive) and 100", c.PercentageOfNodesToScore)
 	}
 	return nil
 }
@@ -130,6 +135,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	s := scheduler.New(scheduler.Config{
 		API: apiWriter{cl: cl, pods: pods}, Pods: informer.NewLister[*corev1.Pod](podInf.Store()),
 		Cache: cache.New(nil, 0), Queue: q, Strategy: strategy, Recorder: recorder, Leader: lead, Logger: log,
+		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
 	})
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())

@@ -26,6 +26,15 @@ type podEntry struct {
 	deadline time.Time
 }
 
+// change records that a node's info changed at a generation of the cache.
+type change struct {
+	gen  uint64
+	node string
+}
+
+// maxChanges bounds the change log; a snapshot further behind than the log reaches is rebuilt.
+const maxChanges = 1 << 14
+
 // Cache is safe for concurrent use: informer handlers write it while the scheduling loop reads
 // snapshots.
 type Cache struct {
@@ -36,6 +45,21 @@ type Cache struct {
 	mu    sync.Mutex
 	nodes map[string]*framework.NodeInfo
 	pods  map[string]podEntry // by namespace/name
+	// byNode indexes pods by the node they count on, so a node that (re)appears finds its
+	// pods without a walk over every pod.
+	byNode map[string]map[string]struct{}
+	// assumed are the keys of assumed pods, so expiring them does not walk every pod.
+	assumed map[string]struct{}
+	// withUsage are the nodes that carry a usage report, whose freshness each snapshot
+	// update judges anew.
+	withUsage map[string]struct{}
+
+	// gen counts changes; changes logs which node each changed (oldest first), and
+	// structGen is the generation of the last node added or removed. Snapshots use them to
+	// copy only what changed since they were last brought up to date.
+	gen       uint64
+	structGen uint64
+	changes   []change
 }
 
 // New returns an empty cache; ttl <= 0 means DefaultAssumeTTL.
@@ -46,10 +70,21 @@ func New(clk clock.Clock, ttl time.Duration) *Cache {
 	if ttl <= 0 {
 		ttl = DefaultAssumeTTL
 	}
-	return &Cache{clock: clk, ttl: ttl, usageMaxAge: DefaultUsageMaxAge, nodes: map[string]*framework.NodeInfo{}, pods: map[string]podEntry{}}
+	return &Cache{clock: clk, ttl: ttl, usageMaxAge: DefaultUsageMaxAge, nodes: map[string]*framework.NodeInfo{},
+		pods: map[string]podEntry{}, byNode: map[string]map[string]struct{}{}, assumed: map[string]struct{}{},
+		withUsage: map[string]struct{}{}}
 }
 
 func key(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// touchLocked records that node's info changed.
+func (c *Cache) touchLocked(node string) {
+	c.gen++
+	if len(c.changes) >= maxChanges {
+		c.changes = append(c.changes[:0], c.changes[len(c.changes)/2:]...)
+	}
+	c.changes = append(c.changes, change{gen: c.gen, node: node})
+}
 
 // SetNode adds or replaces a node, keeping the pods already accounted to it, and reads the
 // usage its kubelet reports.
@@ -60,25 +95,37 @@ func (c *Cache) SetNode(node *corev1.Node) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if usage != nil {
+		c.withUsage[node.Name] = struct{}{}
+	} else {
+		delete(c.withUsage, node.Name)
+	}
 	if ni, ok := c.nodes[node.Name]; ok {
 		ni.Node, ni.Usage = node, usage
+		c.touchLocked(node.Name)
 		return
 	}
 	ni := framework.NewNodeInfo(node)
 	ni.Usage = usage
-	for _, e := range c.pods {
-		if e.node == node.Name {
-			ni.AddPod(e.pod)
-		}
+	for k := range c.byNode[node.Name] {
+		ni.AddPod(c.pods[k].pod)
 	}
 	c.nodes[node.Name] = ni
+	c.touchLocked(node.Name)
+	c.structGen = c.gen
 }
 
 // RemoveNode forgets a node; its pods stay known in case it comes back.
 func (c *Cache) RemoveNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.nodes[name]; !ok {
+		return
+	}
 	delete(c.nodes, name)
+	delete(c.withUsage, name)
+	c.touchLocked(name)
+	c.structGen = c.gen
 }
 
 // SetPod records a pod as the API shows it. A pod bound to a node counts there (replacing an
@@ -131,35 +178,100 @@ func (c *Cache) IsAssumed(namespace, name string) bool {
 	return ok && e.assumed
 }
 
-// Snapshot returns copies of every node's info in name order, after dropping expired
-// assumptions. A usage report older than DefaultUsageMaxAge (or as far in the future) is left
-// out of the copy, so strategies, which have no clock, see only usage worth trusting. The
-// copies are the caller's: the scheduling loop may change them.
-func (c *Cache) Snapshot() []*framework.NodeInfo {
+// Snapshot is a copy of the cache's nodes, in name order, for one goroutine (the scheduling
+// loop) to read without holding the cache's lock. Cache.UpdateSnapshot brings it up to date
+// by copying only the nodes that changed since its last update: with thousands of nodes,
+// copying them all for every pod would cost more than scheduling it. The zero value is an
+// empty snapshot, ready for UpdateSnapshot.
+type Snapshot struct {
+	nodes []*framework.NodeInfo
+	index map[string]int
+	gen   uint64
+	built bool
+}
+
+// Nodes are the snapshot's nodes in name order. They belong to the snapshot: callers must not
+// change them, and they stay valid only until the next UpdateSnapshot.
+func (s *Snapshot) Nodes() []*framework.NodeInfo { return s.nodes }
+
+// UpdateSnapshot drops expired assumptions and brings s up to date. A usage report older than
+// DefaultUsageMaxAge (or as far in the future) is left out of the snapshot, so strategies,
+// which have no clock, see only usage worth trusting.
+func (c *Cache) UpdateSnapshot(s *Snapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	for k, e := range c.pods {
-		if e.assumed && now.After(e.deadline) {
+	for k := range c.assumed {
+		if e := c.pods[k]; now.After(e.deadline) {
 			c.removeLocked(k)
 		}
 	}
-	out := make([]*framework.NodeInfo, 0, len(c.nodes))
-	for _, ni := range c.nodes {
-		cp := ni.Clone()
-		if u := cp.Usage; u != nil && (now.Sub(u.Time) > c.usageMaxAge || u.Time.Sub(now) > c.usageMaxAge) {
-			cp.Usage = nil
+	// The log reaches back to s.gen when its oldest entry is at most one past it.
+	logCovers := len(c.changes) > 0 && c.changes[0].gen <= s.gen+1
+	switch {
+	case !s.built || c.structGen > s.gen || (c.gen > s.gen && !logCovers):
+		s.nodes = make([]*framework.NodeInfo, 0, len(c.nodes))
+		for _, ni := range c.nodes {
+			s.nodes = append(s.nodes, ni.Clone())
 		}
-		out = append(out, cp)
+		sort.Slice(s.nodes, func(i, j int) bool { return s.nodes[i].Name() < s.nodes[j].Name() })
+		s.index = make(map[string]int, len(s.nodes))
+		for i, ni := range s.nodes {
+			s.index[ni.Name()] = i
+		}
+		s.built = true
+	case c.gen > s.gen:
+		from := sort.Search(len(c.changes), func(i int) bool { return c.changes[i].gen > s.gen })
+		copied := map[string]bool{}
+		for _, ch := range c.changes[from:] {
+			if copied[ch.node] {
+				continue
+			}
+			copied[ch.node] = true
+			if i, ok := s.index[ch.node]; ok {
+				s.nodes[i] = c.nodes[ch.node].Clone()
+			}
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out
+	s.gen = c.gen
+	for name := range c.withUsage {
+		i, ok := s.index[name]
+		if !ok {
+			continue
+		}
+		sn, u := s.nodes[i], c.nodes[name].Usage
+		if u != nil && (now.Sub(u.Time) > c.usageMaxAge || u.Time.Sub(now) > c.usageMaxAge) {
+			u = nil
+		}
+		if sn.Usage != u {
+			// The report is never changed in place (SetNode replaces it), so sharing it is safe.
+			sn.Usage = u
+		}
+	}
+}
+
+// Snapshot returns copies of every node's info in name order, after dropping expired
+// assumptions and stale usage reports (see UpdateSnapshot). The copies are the caller's.
+func (c *Cache) Snapshot() []*framework.NodeInfo {
+	var s Snapshot
+	c.UpdateSnapshot(&s)
+	return s.nodes
 }
 
 func (c *Cache) addLocked(k string, e podEntry) {
 	c.pods[k] = e
+	if e.assumed {
+		c.assumed[k] = struct{}{}
+	}
+	set := c.byNode[e.node]
+	if set == nil {
+		set = map[string]struct{}{}
+		c.byNode[e.node] = set
+	}
+	set[k] = struct{}{}
 	if ni, ok := c.nodes[e.node]; ok {
 		ni.AddPod(e.pod)
+		c.touchLocked(e.node)
 	}
 }
 
@@ -169,7 +281,15 @@ func (c *Cache) removeLocked(k string) {
 		return
 	}
 	delete(c.pods, k)
+	delete(c.assumed, k)
+	if set := c.byNode[e.node]; set != nil {
+		delete(set, k)
+		if len(set) == 0 {
+			delete(c.byNode, e.node)
+		}
+	}
 	if ni, ok := c.nodes[e.node]; ok {
 		ni.RemovePod(e.pod)
+		c.touchLocked(e.node)
 	}
 }

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -134,5 +137,85 @@ func TestCacheUsage(t *testing.T) {
 				t.Errorf("leastcpu picked %s, want %s", pick, s.wantPick)
 			}
 		})
+	}
+}
+
+// An incrementally updated snapshot always equals a snapshot built from scratch, whatever
+// mix of node, pod, assumption, usage and clock changes came in between, including more
+// changes than the log keeps.
+func TestUpdateSnapshotMatchesFullSnapshot(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	c := New(clk, 10*time.Second)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s Snapshot
+	view := func(nodes []*framework.NodeInfo) []string {
+		out := make([]string, len(nodes))
+		for i, n := range nodes {
+			u := "-"
+			if n.Usage != nil {
+				u = strconv.FormatInt(n.Usage.MilliCPU, 10)
+			}
+			out[i] = fmt.Sprintf("%s pods=%d cpu=%d owners=%v ports=%d usage=%s unsched=%v",
+				n.Name(), n.Pods, n.Requested.MilliCPU, n.PodsByOwner, len(n.Ports), u, n.Node.Spec.Unschedulable)
+		}
+		return out
+	}
+	for round := range 3000 {
+		ops := 1 + rng.IntN(8)
+		if round%500 == 499 {
+			ops = maxChanges + 10 // overflow the change log
+		}
+		for range ops {
+			nodeName := fmt.Sprintf("n%d", rng.IntN(12))
+			podName := fmt.Sprintf("p%d", rng.IntN(60))
+			switch rng.IntN(9) {
+			case 0:
+				n := node(nodeName)
+				n.Spec.Unschedulable = rng.IntN(2) == 0
+				if rng.IntN(2) == 0 {
+					n.Annotations = map[string]string{scheme.AnnotationUsageCPU: strconv.Itoa(rng.IntN(900)) + "m",
+						scheme.AnnotationUsageMemory: "1Mi", scheme.AnnotationUsageTime: clk.Now().UTC().Format(time.RFC3339)}
+				}
+				c.SetNode(n)
+			case 1:
+				c.RemoveNode(nodeName)
+			case 2, 3:
+				c.SetPod(pod(podName, nodeName))
+			case 4:
+				c.SetPod(pod(podName, ""))
+			case 5:
+				c.RemovePod("ns", podName)
+			case 6:
+				c.Assume(pod(podName, ""), nodeName)
+			case 7:
+				c.Forget("ns", podName)
+			case 8:
+				clk.Step(time.Duration(rng.IntN(90)) * time.Second)
+			}
+		}
+		c.UpdateSnapshot(&s)
+		if diff := cmp.Diff(view(c.Snapshot()), view(s.Nodes())); diff != "" {
+			t.Fatalf("round %d: incremental snapshot differs from a full one (-full +incremental):\n%s", round, diff)
+		}
+	}
+}
+
+// A snapshot that fell further behind than the change log reaches is rebuilt, not patched
+// from the part of the log that is left.
+func TestUpdateSnapshotBehindTheLog(t *testing.T) {
+	c := New(clock.NewFake(time.Unix(1000, 0)), 0)
+	c.SetNode(node("a"))
+	c.SetNode(node("b"))
+	var s Snapshot
+	c.UpdateSnapshot(&s)
+	c.SetPod(pod("on-a", "a")) // the change the trimmed log will have lost
+	for i := range maxChanges + 1 {
+		c.SetPod(pod("on-b-"+strconv.Itoa(i%2), "b"))
+	}
+	c.UpdateSnapshot(&s)
+	for _, n := range s.Nodes() {
+		if n.Name() == "a" && n.Pods != 1 {
+			t.Fatalf("node a shows %d pods after the log was trimmed, want 1", n.Pods)
+		}
 	}
 }

@@ -295,20 +295,64 @@ func (e *FitError) Error() string {
 	return fmt.Sprintf("0/%d nodes are available: %s.", e.NumNodes, strings.Join(parts, ", "))
 }
 
-// Feasible runs the filters over nodes and returns those that pass, or a *FitError when none
-// does.
+// Feasible runs the filters over every node and returns those that pass, or a *FitError when
+// none does.
 func Feasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo) ([]*NodeInfo, error) {
+	ok, _, err := FindFeasible(filters, pod, nodes, 0, 0)
+	return ok, err
+}
+
+// FindFeasible runs the filters over nodes from index start on, wrapping around, and stops
+// once want nodes passed (want <= 0: look at every node). It returns the nodes that passed,
+// in the order met, and how many nodes it looked at; or a *FitError when none passes, which
+// it only knows having looked at them all.
+func FindFeasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo, start, want int) ([]*NodeInfo, int, error) {
 	var ok []*NodeInfo
-	failed := map[string][]string{}
-	for _, n := range nodes {
-		if reasons := RunFilters(filters, pod, n); len(reasons) > 0 {
-			failed[n.Name()] = reasons
+	var failed map[string][]string
+	n := len(nodes)
+	if want <= 0 || want > n {
+		want = n
+	}
+	if start < 0 || start >= n {
+		start = 0
+	}
+	examined := 0
+	for ; examined < n && len(ok) < want; examined++ {
+		node := nodes[(start+examined)%n]
+		if reasons := RunFilters(filters, pod, node); len(reasons) > 0 {
+			if failed == nil {
+				failed = map[string][]string{}
+			}
+			failed[node.Name()] = reasons
 			continue
 		}
-		ok = append(ok, n)
+		ok = append(ok, node)
 	}
 	if len(ok) == 0 {
-		return nil, &FitError{NumNodes: len(nodes), Failed: failed}
+		return nil, examined, &FitError{NumNodes: n, Failed: failed}
 	}
-	return ok, nil
+	return ok, examined, nil
+}
+
+// Defaults of NumFeasibleNodesToFind, Kubernetes' own: below MinFeasibleNodesToFind nodes
+// every node is looked at; above, an adaptive share that shrinks from half of the nodes to
+// MinPercentageOfNodesToScore as the cluster grows, never fewer than MinFeasibleNodesToFind.
+const (
+	MinFeasibleNodesToFind      = 100
+	MinPercentageOfNodesToScore = 5
+)
+
+// NumFeasibleNodesToFind is how many feasible nodes a pod's search may stop at among total
+// nodes. percentage is the --percentage-of-nodes-to-score setting: 0 means adaptive
+// (50% minus 1% per 125 nodes, at least 5%), 100 or more means every node. Stopping early is
+// what keeps the cost of one decision flat as the cluster grows; the nodes a pod does not
+// look at are looked at first by the next pod (the search start rotates).
+func NumFeasibleNodesToFind(total, percentage int) int {
+	if total < MinFeasibleNodesToFind || percentage >= 100 {
+		return total
+	}
+	if percentage <= 0 {
+		percentage = max(50-total/125, MinPercentageOfNodesToScore)
+	}
+	return max(total*percentage/100, MinFeasibleNodesToFind)
 }

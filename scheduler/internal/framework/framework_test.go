@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -183,7 +185,7 @@ func TestNodeInfoRemoveUndoesAdd(t *testing.T) {
 	ni.AddPod(p)
 	ni.RemovePod(p)
 	want := NewNodeInfo(ni.Node)
-	if diff := cmp.Diff(want, ni, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, ni, cmpopts.EquateEmpty(), cmpopts.IgnoreUnexported(NodeInfo{})); diff != "" {
 		t.Errorf("after add+remove (-want +got):\n%s", diff)
 	}
 }
@@ -358,5 +360,89 @@ func TestNodeUsage(t *testing.T) {
 				t.Errorf("NodeUsage = %+v, %v; want %+v, %v", got, ok, tt.want, tt.wantOK)
 			}
 		})
+	}
+}
+
+func TestNumFeasibleNodesToFind(t *testing.T) {
+	for _, tt := range []struct{ total, pct, want int }{
+		{50, 0, 50},       // small clusters: every node
+		{99, 10, 99},      // below the minimum nothing is skipped
+		{1000, 0, 420},    // adaptive: 50% - 1000/125 = 42%
+		{5000, 0, 500},    // adaptive: 50% - 40 = 10%
+		{20000, 0, 1000},  // adaptive floor: 5%
+		{500, 10, 100},    // never fewer than 100
+		{5000, 100, 5000}, // 100: all
+		{5000, 30, 1500},
+	} {
+		if got := NumFeasibleNodesToFind(tt.total, tt.pct); got != tt.want {
+			t.Errorf("NumFeasibleNodesToFind(%d, %d) = %d, want %d", tt.total, tt.pct, got, tt.want)
+		}
+	}
+}
+
+func TestFindFeasible(t *testing.T) {
+	var nodes []*NodeInfo
+	for i := range 10 {
+		n := node(fmt.Sprintf("n%d", i))
+		n.Spec.Unschedulable = i%3 == 0 // n0, n3, n6, n9 cordoned
+		nodes = append(nodes, info(n))
+	}
+	names := func(ns []*NodeInfo) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Name())
+		}
+		return out
+	}
+	filters := DefaultFilters()
+	got, examined, err := FindFeasible(filters, pod("p"), nodes, 5, 3)
+	if err != nil || examined != 4 {
+		t.Fatalf("FindFeasible from 5 for 3 = %v, examined %d, %v; want 4 examined", names(got), examined, err)
+	}
+	if diff := cmp.Diff([]string{"n5", "n7", "n8"}, names(got)); diff != "" {
+		t.Errorf("found (-want +got):\n%s", diff)
+	}
+	got, examined, _ = FindFeasible(filters, pod("p"), nodes, 8, 3)
+	if diff := cmp.Diff([]string{"n8", "n1", "n2"}, names(got)); diff != "" || examined != 5 {
+		t.Errorf("wrapping search found %v after %d, want n8 n1 n2 after 5", names(got), examined)
+	}
+	got, examined, _ = FindFeasible(filters, pod("p"), nodes, 0, 0)
+	if len(got) != 6 || examined != 10 {
+		t.Errorf("want 0 found %d after %d, want all 6 after 10", len(got), examined)
+	}
+	for _, n := range nodes {
+		n.Node.Spec.Unschedulable = true
+	}
+	_, examined, err = FindFeasible(filters, pod("p"), nodes, 4, 2)
+	var fe *FitError
+	if !errors.As(err, &fe) || examined != 10 || len(fe.Failed) != 10 || fe.NumNodes != 10 {
+		t.Fatalf("no feasible node: err %v after %d; want a FitError counting all 10", err, examined)
+	}
+}
+
+// RoundRobin's sample (start after the last node handed out, one node wanted) makes the same
+// choices as RoundRobin over every feasible node.
+func TestRoundRobinSampleMatchesFullSearch(t *testing.T) {
+	var nodes []*NodeInfo
+	for i := range 40 {
+		n := node(fmt.Sprintf("n%02d", i))
+		n.Spec.Unschedulable = i%4 == 1 || i > 35
+		nodes = append(nodes, info(n))
+	}
+	full, sampled := &RoundRobin{}, &RoundRobin{}
+	for i := range 100 {
+		all, err := Feasible(DefaultFilters(), pod("p"), nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := full.Select(pod("p"), all).Name()
+		start, n := sampled.Sample(nodes)
+		some, _, err := FindFeasible(DefaultFilters(), pod("p"), nodes, start, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sampled.Select(pod("p"), some).Name(); got != want {
+			t.Fatalf("pod %d: sampled round robin chose %s, full search %s", i, got, want)
+		}
 	}
 }

@@ -75,6 +75,13 @@ type NodeInfo struct {
 	// Usage is what the node's kubelet reported its pods use, nil when unknown or too old to
 	// trust (the cache decides, with its clock).
 	Usage *Usage
+
+	// alloc and allocPods are Allocatable's answer for the Node allocFor, kept because every
+	// filter and strategy asks for it and parsing quantities for thousands of nodes per pod
+	// costs more than the scheduling itself.
+	allocFor  *corev1.Node
+	alloc     Resources
+	allocPods int64
 }
 
 // Name is the node's name.
@@ -126,7 +133,8 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int) {
 // and read-only).
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{Node: n.Node, Requested: n.Requested.Clone(), Pods: n.Pods,
-		PodsByOwner: make(map[types.UID]int, len(n.PodsByOwner)), Ports: append([]HostPort(nil), n.Ports...)}
+		PodsByOwner: make(map[types.UID]int, len(n.PodsByOwner)), Ports: append([]HostPort(nil), n.Ports...),
+		allocFor: n.allocFor, alloc: n.alloc, allocPods: n.allocPods}
 	if n.Usage != nil {
 		u := *n.Usage
 		out.Usage = &u
@@ -139,10 +147,19 @@ func (n *NodeInfo) Clone() *NodeInfo {
 
 // Allocatable is what the node offers pods, from status.allocatable (or capacity when a
 // kubelet reports no allocatable).
+// The result is the caller's to read, not to change (its scalar map is shared).
 func (n *NodeInfo) Allocatable() (Resources, int64) {
-	list := n.Node.Status.Allocatable
+	if n.allocFor != n.Node {
+		n.alloc, n.allocPods = allocatable(n.Node)
+		n.allocFor = n.Node
+	}
+	return n.alloc, n.allocPods
+}
+
+func allocatable(node *corev1.Node) (Resources, int64) {
+	list := node.Status.Allocatable
 	if len(list) == 0 {
-		list = n.Node.Status.Capacity
+		list = node.Status.Capacity
 	}
 	var r Resources
 	var pods int64

@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,13 @@ import (
 type Strategy interface {
 	Name() string
 	Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo
+}
+
+// Sampler is a Strategy that says itself where the search for feasible nodes starts (an index
+// into the nodes, in name order) and how many it needs; without it the scheduler rotates the
+// start and stops at NumFeasibleNodesToFind.
+type Sampler interface {
+	Sample(nodes []*NodeInfo) (start, want int)
 }
 
 // Strategy names, as the --strategy flag takes them.
@@ -57,6 +65,18 @@ type RoundRobin struct {
 
 func (*RoundRobin) Name() string { return StrategyRoundRobin }
 
+// Sample starts the search at the first node after the last one handed out and needs one
+// feasible node: the first met is the one Select would pick among them all.
+func (r *RoundRobin) Sample(nodes []*NodeInfo) (start, want int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := sort.Search(len(nodes), func(i int) bool { return nodes[i].Name() > r.last })
+	if i == len(nodes) {
+		i = 0
+	}
+	return i, 1
+}
+
 func (r *RoundRobin) Select(_ *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -99,7 +119,7 @@ type LeastPods struct{}
 func (LeastPods) Name() string { return StrategyLeastPods }
 
 func (LeastPods) Select(_ *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
-	return pickMin(nodes, func(n *NodeInfo) []float64 { return []float64{float64(n.Pods)} })
+	return pickMin(nodes, func(n *NodeInfo) key { return key{float64(n.Pods)} })
 }
 
 // LeastCPU picks the node whose CPU, with the pod added, is the smallest share of its
@@ -112,9 +132,9 @@ func (LeastCPU) Name() string { return StrategyLeastCPU }
 
 func (LeastCPU) Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	req := PodRequests(pod)
-	return pickMin(nodes, func(n *NodeInfo) []float64 {
+	return pickMin(nodes, func(n *NodeInfo) key {
 		cpu, _ := loadShares(n, req)
-		return []float64{cpu, float64(n.Pods)}
+		return key{cpu, float64(n.Pods)}
 	})
 }
 
@@ -126,9 +146,9 @@ func (LeastMemory) Name() string { return StrategyLeastMemory }
 
 func (LeastMemory) Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	req := PodRequests(pod)
-	return pickMin(nodes, func(n *NodeInfo) []float64 {
+	return pickMin(nodes, func(n *NodeInfo) key {
 		_, mem := loadShares(n, req)
-		return []float64{mem, float64(n.Pods)}
+		return key{mem, float64(n.Pods)}
 	})
 }
 
@@ -142,13 +162,13 @@ func (Balanced) Name() string { return StrategyBalanced }
 func (Balanced) Select(pod *corev1.Pod, nodes []*NodeInfo) *NodeInfo {
 	req := PodRequests(pod)
 	uid := ControllerUID(pod)
-	return pickMin(nodes, func(n *NodeInfo) []float64 {
+	return pickMin(nodes, func(n *NodeInfo) key {
 		siblings := 0
 		if uid != "" {
 			siblings = n.PodsByOwner[uid]
 		}
 		cpu, mem := shares(n, req)
-		return []float64{float64(siblings), (cpu + mem) / 2, float64(n.Pods)}
+		return key{float64(siblings), (cpu + mem) / 2, float64(n.Pods)}
 	})
 }
 
@@ -180,20 +200,23 @@ func shareOf(n *NodeInfo, milliCPU, memory int64) (cpu, mem float64) {
 	return cpu, mem
 }
 
+// key orders nodes for pickMin: compared element by element, unused elements zero. A fixed
+// array, so ranking thousands of nodes allocates nothing.
+type key [3]float64
+
 // pickMin returns the node with the lexicographically smallest key; nodes come in name order,
 // so the first of equals is also the first by name.
-func pickMin(nodes []*NodeInfo, key func(*NodeInfo) []float64) *NodeInfo {
-	best, bestKey := nodes[0], key(nodes[0])
+func pickMin(nodes []*NodeInfo, keyOf func(*NodeInfo) key) *NodeInfo {
+	best, bestKey := nodes[0], keyOf(nodes[0])
 	for _, n := range nodes[1:] {
-		k := key(n)
-		if less(k, bestKey) {
+		if k := keyOf(n); k.less(bestKey) {
 			best, bestKey = n, k
 		}
 	}
 	return best
 }
 
-func less(a, b []float64) bool {
+func (a key) less(b key) bool {
 	for i := range a {
 		if a[i] != b[i] {
 			return a[i] < b[i]

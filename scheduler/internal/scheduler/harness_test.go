@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -311,5 +312,52 @@ func TestHarnessSweepFindsLostPods(t *testing.T) {
 	}
 	if n := h.s.Sweep([]*corev1.Pod{late}); n != 0 {
 		t.Fatalf("Sweep re-added a pod whose binding is only assumed (%d)", n)
+	}
+}
+
+// On a cluster large enough that each pod looks at only some nodes, the rotating start still
+// lets the balanced strategy spread identical pods one per node; and a pod that fits nowhere
+// still hears about every node.
+func TestHarnessSampledSearchSpreads(t *testing.T) {
+	h := newHarness(t, framework.Balanced{})
+	const nodes = 300
+	for i := range nodes {
+		h.addNode(mkNode(fmt.Sprintf("n%03d", i), "110"))
+	}
+	sample := framework.NumFeasibleNodesToFind(nodes, 0)
+	if sample >= nodes {
+		t.Fatalf("test needs a cluster where pods look at fewer nodes than exist (%d of %d)", sample, nodes)
+	}
+	for i := range nodes {
+		h.addPod(mkPod(fmt.Sprintf("p%03d", i)))
+		h.run()
+		h.drainEvents() // the fake recorder holds only so many
+	}
+	// Without the rotation every search would see the same first nodes, and the pods would
+	// pile onto those. With it, pods reach nearly every node, none gets more than two.
+	per := h.perNode()
+	if len(per) < nodes*9/10 {
+		t.Errorf("%d pods landed on only %d of %d nodes (one search looks at %d)", nodes, len(per), nodes, sample)
+	}
+	for n, c := range per {
+		if c > 2 {
+			t.Errorf("node %s got %d pods while others got none", n, c)
+		}
+	}
+	big := mkPod("big", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}
+	})
+	h.addPod(big)
+	h.run()
+	want := fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", nodes, nodes)
+	found := false
+	evs := h.drainEvents()
+	for _, e := range evs {
+		if strings.Contains(e, want) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no FailedScheduling event saying %q in %d events, last %q", want, len(evs), evs[len(evs)-1])
 	}
 }

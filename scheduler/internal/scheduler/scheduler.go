@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +68,9 @@ type Config struct {
 	// A binding is a round trip to the store, so binding one pod at a time would cap
 	// throughput at one pod per store latency while the loop itself sits idle.
 	BindWorkers int
+	// PercentageOfNodesToScore bounds the search for feasible nodes (see
+	// framework.NumFeasibleNodesToFind): 0 is adaptive, 100 looks at every node.
+	PercentageOfNodesToScore int
 }
 
 // SweepMinAge is how old a pending pod must be before Sweep may call it lost.
@@ -79,6 +84,12 @@ const DefaultBindWorkers = 16
 type Scheduler struct {
 	cfg Config
 	log *slog.Logger
+
+	// snap and nextStart belong to the goroutine that runs process (Start's loop, or the
+	// caller of ScheduleNext): the cache's nodes as of the last decision, and where the next
+	// search for feasible nodes starts.
+	snap      cache.Snapshot
+	nextStart int
 }
 
 // New returns a Scheduler; it starts nothing.
@@ -203,7 +214,7 @@ func (s *Scheduler) process(ctx context.Context, key string) (bindJob, bool) {
 		// Bound a moment ago; the cache has not seen the binding yet.
 		return bindJob{}, false
 	}
-	feasible, err := framework.Feasible(s.cfg.Filters, pod, s.cfg.Cache.Snapshot())
+	feasible, err := s.findFeasible(pod)
 	if err != nil {
 		log.Debug("unschedulable", "reason", err.Error())
 		s.unschedulable(ctx, pod, err.Error())
@@ -213,6 +224,30 @@ func (s *Scheduler) process(ctx context.Context, key string) (bindJob, bool) {
 	node := s.cfg.Strategy.Select(pod, feasible).Name()
 	s.cfg.Cache.Assume(pod, node)
 	return bindJob{key: key, pod: pod, node: node}, true
+}
+
+// findFeasible brings the snapshot up to date and searches it for nodes that can take pod:
+// from where the last search stopped, until it has as many as the strategy needs.
+func (s *Scheduler) findFeasible(pod *corev1.Pod) ([]*framework.NodeInfo, error) {
+	s.cfg.Cache.UpdateSnapshot(&s.snap)
+	nodes := s.snap.Nodes()
+	if len(nodes) == 0 {
+		return nil, &framework.FitError{}
+	}
+	start, want := s.nextStart%len(nodes), framework.NumFeasibleNodesToFind(len(nodes), s.cfg.PercentageOfNodesToScore)
+	if sp, ok := s.cfg.Strategy.(framework.Sampler); ok {
+		start, want = sp.Sample(nodes)
+	}
+	feasible, examined, err := framework.FindFeasible(s.cfg.Filters, pod, nodes, start, want)
+	s.nextStart = (start + examined) % len(nodes)
+	if err != nil {
+		return nil, err
+	}
+	// Strategies see the nodes in name order, which their tie-breaking relies on.
+	if len(feasible) > 1 && start+examined > len(nodes) {
+		slices.SortFunc(feasible, func(a, b *framework.NodeInfo) int { return strings.Compare(a.Name(), b.Name()) })
+	}
+	return feasible, nil
 }
 
 // bind makes the binding of an assumed pod, and forgets the assumption when it fails.
