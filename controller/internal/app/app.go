@@ -11,13 +11,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/controller/internal/informers"
-	"minik8s.io/controller/internal/leaderelection"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
+	"minik8s.io/shared/leaderelection"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
@@ -131,33 +130,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			OnConnect: func(context.Context) error { factory.RelistAll(); return nil },
 		})
 	}))
-	g.Add("controllers", run.Func(func(ctx context.Context) error {
-		if !cfg.LeaderElect {
-			return controllersGroup.Run(ctx)
-		}
-		return leaderelection.Run(ctx, leaderelection.Config{
+	runControllers := controllersGroup.Run
+	if cfg.LeaderElect {
+		elector, err := leaderelection.New(leaderelection.Config{
+			Leases:    client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl),
 			Namespace: LeaseNamespace, Name: LeaseName, Identity: cfg.Identity,
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-			API: leaseAPI{client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl)}, Logger: log,
-		}, controllersGroup.Run)
-	}))
+			Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		// One term: losing the lease ends the process with ErrLostLeadership.
+		runControllers = func(ctx context.Context) error { return elector.Run(ctx, controllersGroup.Run) }
+	}
+	g.Add("controllers", run.Func(runControllers))
 	log.Info("starting", "identity", cfg.Identity, "leaderElect", cfg.LeaderElect, "queue", cfg.Queue)
 	return g.Run(ctx)
-}
-
-// leaseAPI is leaderelection.API over the REST client.
-type leaseAPI struct {
-	leases *client.Typed[*coordinationv1.Lease, *coordinationv1.LeaseList]
-}
-
-func (a leaseAPI) Get(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
-	return a.leases.Get(ctx, namespace, name, metav1.GetOptions{})
-}
-
-func (a leaseAPI) Create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return a.leases.Create(ctx, l, metav1.CreateOptions{})
-}
-
-func (a leaseAPI) Update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return a.leases.Update(ctx, l, metav1.UpdateOptions{})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -17,13 +19,13 @@ import (
 
 	"minik8s.io/scheduler/internal/cache"
 	"minik8s.io/scheduler/internal/framework"
-	"minik8s.io/scheduler/internal/leader"
 	"minik8s.io/scheduler/internal/queue"
 	"minik8s.io/scheduler/internal/scheduler"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/leaderelection"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
@@ -43,6 +45,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// PercentageOfNodesToScore bounds each pod's search for feasible nodes: 0 adaptive, 100 all.
 	PercentageOfNodesToScore int
+	// DebugAddress, when set, serves Go's profiles (/debug/pprof/) there.
+	DebugAddress string
+	// BindWorkers is how many bindings may be in flight at once; zero is the default.
+	BindWorkers int
 }
 
 // Validate checks the configuration before anything starts.
@@ -55,6 +61,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RelistPeriod <= 0 {
 		return fmt.Errorf("--relist-period %s must be positive", c.RelistPeriod)
+	}
+	if c.BindWorkers < 0 {
+		return fmt.Errorf("--bind-workers %d must not be negative", c.BindWorkers)
 	}
 	if c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100 {
 		return fmt.Errorf("--percentage-of-nodes-to-score %d must be between 0 (adaptive) and 100", c.PercentageOfNodesToScore)
@@ -119,11 +128,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		cfg.Identity = host + "_" + strconv.Itoa(os.Getpid())
 	}
 	recorder := record.New(record.Config{Component: scheduler.Name, Host: host, Sink: record.NewAPISink(cl), Logger: log})
-	var elector *leader.Elector
+	var elector *leaderelection.Elector
 	var lead scheduler.Leader
 	if cfg.LeaderElect {
-		elector = leader.New(leader.Config{Leases: leases, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName,
+		elector, err = leaderelection.New(leaderelection.Config{Leases: leases, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName,
 			Identity: cfg.Identity, Logger: log})
+		if err != nil {
+			return err
+		}
 		lead = elector
 	}
 	var gate *leaderGate
@@ -135,7 +147,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	s := scheduler.New(scheduler.Config{
 		API: apiWriter{cl: cl, pods: pods}, Pods: informer.NewLister[*corev1.Pod](podInf.Store()),
 		Cache: cache.New(nil, 0), Queue: q, Strategy: strategy, Recorder: recorder, Leader: lead, Logger: log,
-		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
+		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore, BindWorkers: cfg.BindWorkers,
 	})
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())
@@ -190,6 +202,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				return catchUp(ctx, pods, nodes, podInf, nodeInf)
 			})
 		}))
+	}
+	if cfg.DebugAddress != "" {
+		g.Add("debug", run.Func(func(ctx context.Context) error { return serveDebug(ctx, cfg.DebugAddress, log) }))
 	}
 	g.Add("scheduler", run.Func(func(ctx context.Context) error {
 		// Scheduling from a partial cache would overcommit nodes whose pods are not listed yet.
@@ -247,7 +262,7 @@ func consumeWhileLeading(ctx context.Context, b bus.Consumer, sub bus.Subscripti
 // caught up since it took over: a standby's cache is only as fresh as its last periodic
 // relist, and scheduling from it would bind pods already bound or onto nodes since cordoned.
 type leaderGate struct {
-	elector  *leader.Elector
+	elector  *leaderelection.Elector
 	caughtUp atomic.Bool
 }
 
@@ -324,5 +339,25 @@ func sweepLoop(ctx context.Context, s *scheduler.Scheduler, podInf *informer.Inf
 			}
 		}
 		s.Sweep(pods)
+	}
+}
+
+// serveDebug serves Go's profiles on addr until ctx ends.
+func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("serving profiles", "address", addr)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("debug server: %w", err)
+	case <-ctx.Done():
+		return srv.Close()
 	}
 }
