@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,11 +39,14 @@ type Config struct {
 	// scheduler's pool does.
 	Clients     int
 	BindWorkers int
+	// ProfileDir, when set, receives scheduler-<nodes>.pprof: 10 s of the scheduler's CPU
+	// profile, taken while it binds.
+	ProfileDir string
 }
 
 // Defaults are the figures of docs/benchmarks.md.
 var Defaults = Config{AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", NodeCounts: []int{1000, 5000},
-	Pods: 10000, Clients: 16, BindWorkers: 16}
+	Pods: 10000, Clients: 16, BindWorkers: 64}
 
 // Phase is the measurement of one node count.
 type Phase struct {
@@ -179,15 +185,26 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 	}
 	log.Info("baseline done", "pods_per_s", ph.Baseline.PodsPerSecond(), "latency", ph.Baseline.Latency.String())
 
-	sched, err := startChild(dir, "scheduler", schedBin, "--kubeconfig",
-		filepath.Join(dir, "home", "kubeconfigs", "scheduler.kubeconfig"), "--amqp-url", amqpURL,
-		"--leader-elect=false")
+	schedArgs := []string{"--kubeconfig", filepath.Join(dir, "home", "kubeconfigs", "scheduler.kubeconfig"),
+		"--amqp-url", amqpURL, "--leader-elect=false"}
+	var debugAddr string
+	if cfg.ProfileDir != "" {
+		if debugAddr, err = freeAddr(); err != nil {
+			return ph, err
+		}
+		schedArgs = append(schedArgs, "--debug-address", debugAddr)
+	}
+	sched, err := startChild(dir, "scheduler", schedBin, schedArgs...)
 	if err != nil {
 		return ph, err
 	}
 	defer sched.stop()
 	if err := waitLog(ctx, filepath.Join(dir, "scheduler.log"), "caches synced", sched); err != nil {
 		return ph, err
+	}
+	if debugAddr != "" {
+		go profile(ctx, "http://"+debugAddr+"/debug/pprof/profile?seconds=10",
+			filepath.Join(cfg.ProfileDir, fmt.Sprintf("scheduler-%d.pprof", nodes)), log)
 	}
 	if ph.Scheduler, err = measure(ctx, cfg, api, pods, "sched", nil); err != nil {
 		return ph, fmt.Errorf("scheduler: %w", err)
@@ -380,4 +397,37 @@ func unbound(pods *mclient.Typed[*corev1.Pod, *corev1.PodList], prefix string) s
 		names = append(names[:10], fmt.Sprintf("and %d more", len(names)-10))
 	}
 	return strings.Join(names, ", ")
+}
+
+// freeAddr is a loopback address with a port nothing listens on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// profile fetches a CPU profile from url into path, logging what it did.
+func profile(ctx context.Context, url, path string, log *slog.Logger) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err == nil {
+		var resp *http.Response
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			defer resp.Body.Close()
+			var f *os.File
+			if f, err = os.Create(path); err == nil {
+				_, err = io.Copy(f, resp.Body)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+		}
+	}
+	if err != nil {
+		log.Warn("scheduler profile", "err", err)
+		return
+	}
+	log.Info("scheduler profile written", "path", path)
 }

@@ -15,6 +15,7 @@ import (
 
 	"minik8s.io/scheduler/internal/app"
 	"minik8s.io/scheduler/internal/framework"
+	"minik8s.io/scheduler/internal/scheduler"
 	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/logging"
 )
@@ -32,6 +33,8 @@ func main() {
 	fs.StringVar(&cfg.Strategy, "strategy", framework.StrategyBalanced, "how to pick a node: "+strings.Join(framework.StrategyNames, "|"))
 	fs.IntVar(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"share of the nodes (in %) a pod's search for feasible nodes may stop at once enough are found; 0 adapts it to the cluster's size (50% minus 1% per 125 nodes, at least 5% and 100 nodes), 100 looks at every node")
+	fs.IntVar(&cfg.BindWorkers, "bind-workers", scheduler.DefaultBindWorkers, "bindings in flight at once (each is a round trip to the apiserver)")
+	fs.StringVar(&cfg.DebugAddress, "debug-address", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:10259; empty: off")
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader through a Lease so that only one scheduler binds")
 	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this process's name in the Lease (default: hostname_pid)")
 	fs.StringVar(&cfg.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the election Lease")

@@ -47,7 +47,7 @@ type Recorder interface {
 	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
 }
 
-// Leader says whether this process may bind (leader.Elector). Nil means always.
+// Leader says whether this process may bind (leaderelection.Elector). Nil means always.
 type Leader interface {
 	IsLeader() bool
 }
@@ -77,7 +77,7 @@ type Config struct {
 const SweepMinAge = 10 * time.Second
 
 // DefaultBindWorkers is Config.BindWorkers when unset.
-const DefaultBindWorkers = 16
+const DefaultBindWorkers = 64
 
 // Scheduler runs the loop. Build with New, register PodHandler and NodeHandler on the
 // informers, and run Start.
