@@ -48,6 +48,9 @@ type apiserver struct {
 
 	// extraArgs are appended to the command line, e.g. --nodes for the kubelet tests.
 	extraArgs []string
+	// bindAddress (default 127.0.0.1) is where it listens and what its kubeconfigs name;
+	// amqpURL (default amqptest.URL()) is the broker its outbox publishes to.
+	bindAddress, amqpURL string
 }
 
 // newAPIServer picks free ports for a server whose state lives in home. It starts nothing.
@@ -99,6 +102,13 @@ func (s *apiserver) etcdURL() string {
 }
 func (s *apiserver) pid() int { return s.cmd.Process.Pid }
 
+func (s *apiserver) host() string {
+	if s.bindAddress != "" {
+		return s.bindAddress
+	}
+	return "127.0.0.1"
+}
+
 // start runs the apiserver and waits until /readyz answers ok.
 func (s *apiserver) start(ctx context.Context) error {
 	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -107,11 +117,15 @@ func (s *apiserver) start(ctx context.Context) error {
 	}
 	// The etcd history must outlive the test: the bus test reads it back. A compaction
 	// would make that read fail, so the compactor is off.
+	amqpURL := s.amqpURL
+	if amqpURL == "" {
+		amqpURL = amqptest.URL()
+	}
 	args := []string{
 		"--home", s.home,
-		"--bind-address", "127.0.0.1",
+		"--bind-address", s.host(),
 		"--secure-port", strconv.Itoa(s.port),
-		"--amqp-url", amqptest.URL(),
+		"--amqp-url", amqpURL,
 		"--compact-interval", "0",
 	}
 	if s.etcdServers != "" {
@@ -150,7 +164,7 @@ func (s *apiserver) waitReady(ctx context.Context) error {
 		Timeout:   3 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // see above
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", s.port)
+	url := "https://" + net.JoinHostPort(s.host(), strconv.Itoa(s.port)) + "/readyz"
 	deadline := time.Now().Add(readyTimeout)
 	var last error
 	for time.Now().Before(deadline) {
@@ -242,6 +256,8 @@ func startServer(t *testing.T) *apiserver {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A vhost of its own: no other cluster's consumer sees this one's changes.
+	srv.amqpURL = amqptest.VHost(t)
 	if err := srv.start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -26,13 +26,13 @@ func TestBusAcrossBrokerRestart(t *testing.T) {
 	if os.Getenv(brokerRestartEnv) == "" {
 		t.Skipf("restarts the shared RabbitMQ; set %s=1 to run it (make test does, alone)", brokerRestartEnv)
 	}
-	amqpURL := requireIntegration(t)
+	requireIntegration(t)
 	srv := startServer(t)
 	ns := fmt.Sprintf("e2e-broker-%08x", rand.Uint32())
 	ours := func(resource, namespace, name string) bool {
 		return namespace == ns || (resource == "namespaces" && name == ns)
 	}
-	rec := consumeDurably(t, amqpURL, func(h map[string]string) bool {
+	rec := consumeDurably(t, srv.amqpURL, func(h map[string]string) bool {
 		return ours(h[bus.HeaderResource], h[bus.HeaderNamespace], h[bus.HeaderName])
 	})
 	from := etcdRevision(t, srv) + 1

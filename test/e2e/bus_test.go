@@ -27,13 +27,13 @@ const busTimeout = 90 * time.Second
 // TestBusMatchesEtcd checks that the outbox publishes every change exactly as etcd recorded
 // it, in order per object, through a broker connection loss and an apiserver restart.
 func TestBusMatchesEtcd(t *testing.T) {
-	amqpURL := requireIntegration(t)
+	requireIntegration(t)
 	srv := startServer(t)
 	ns := fmt.Sprintf("e2e-bus-%08x", rand.Uint32())
 	ours := func(resource, namespace, name string) bool {
 		return namespace == ns || (resource == "namespaces" && name == ns)
 	}
-	rec := startRecorder(t, amqpURL, func(h map[string]string) bool {
+	rec := startRecorder(t, srv.amqpURL, func(h map[string]string) bool {
 		return ours(h[bus.HeaderResource], h[bus.HeaderNamespace], h[bus.HeaderName])
 	})
 	from := etcdRevision(t, srv) + 1

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/shared/bus"
+	"minik8s.io/shared/bus/amqpbus/amqptest"
 	"minik8s.io/shared/client"
 )
 
@@ -151,7 +152,8 @@ func outboxLeader(t *testing.T, srv *apiserver) bool {
 // same data, exactly one publishes to the bus, the other takes over when the publisher dies,
 // and losing one etcd member loses nothing.
 func TestHAOnExternalEtcd(t *testing.T) {
-	amqpURL := requireIntegration(t)
+	requireIntegration(t)
+	amqpURL := amqptest.VHost(t)
 	members := startEtcdCluster(t, 3)
 	home := t.TempDir()
 	var servers []*apiserver
@@ -160,7 +162,7 @@ func TestHAOnExternalEtcd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv.name, srv.etcdServers = name, endpoints(members)
+		srv.name, srv.etcdServers, srv.amqpURL = name, endpoints(members), amqpURL
 		// One after the other: the first start writes the shared certificates and tokens.
 		if err := srv.start(t.Context()); err != nil {
 			t.Fatal(err)

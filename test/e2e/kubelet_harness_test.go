@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -150,6 +149,7 @@ func startNode(t *testing.T) *testNode {
 		t.Fatal(err)
 	}
 	srv.extraArgs = []string{"--nodes", n.name}
+	srv.amqpURL = amqptest.VHost(t)
 	if err := srv.start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (n *testNode) args() []string {
 		"--port", strconv.Itoa(n.port),
 		"--cni-bridge", n.bridge,
 		"--redis-addr", "127.0.0.1:6379",
-		"--amqp-url", amqptest.URL(),
+		"--amqp-url", n.srv.amqpURL,
 		"--pleg-period", "1s",
 	}
 }
@@ -465,8 +465,7 @@ func (n *testNode) cleanup(t *testing.T) {
 		}
 	}
 	if n.name != "" {
-		n.deleteRedisKeys(t, ctx)
-		n.deleteQueue(t)
+		n.deleteRedisKeys(t, ctx) // the queue goes with the test's vhost
 	}
 	if n.srv != nil {
 		if err := n.srv.stop(); err != nil && !strings.Contains(err.Error(), "already exited") {
@@ -556,23 +555,5 @@ func (n *testNode) deleteRedisKeys(t *testing.T, ctx context.Context) {
 	}
 	if out, err := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", "127.0.0.1", "del"}, keys...)...).CombinedOutput(); err != nil {
 		t.Errorf("redis-cli del: %v\n%s", err, out)
-	}
-}
-
-// deleteQueue removes the node's RabbitMQ queue kubelet.<node>.
-func (n *testNode) deleteQueue(t *testing.T) {
-	conn, err := amqp.Dial(amqptest.URL())
-	if err != nil {
-		t.Errorf("delete queue: %v", err)
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Errorf("delete queue: %v", err)
-		return
-	}
-	if _, err := ch.QueueDelete("kubelet."+n.name, false, false, false); err != nil {
-		t.Errorf("delete queue kubelet.%s: %v", n.name, err)
 	}
 }

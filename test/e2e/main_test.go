@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"minik8s.io/shared/bus/amqpbus/amqptest"
 )
 
 // bins holds the binaries TestMain builds once for the whole package.
@@ -24,9 +26,10 @@ var bins struct {
 // shared is the apiserver most tests use; TestMain stops it. Tests that restart a server
 // start their own, so a restart never disturbs another test.
 var shared struct {
-	once sync.Once
-	srv  *apiserver
-	err  error
+	once  sync.Once
+	srv   *apiserver
+	vhost string // the shared server's RabbitMQ vhost, deleted after the last test
+	err   error
 }
 
 // realKubectl is the upstream kubectl the tests compare against.
@@ -58,6 +61,14 @@ func run(m *testing.M) int {
 			code = 1
 		}
 		_ = os.RemoveAll(shared.srv.home)
+	}
+	if shared.vhost != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := amqptest.DeleteVHost(ctx, shared.vhost); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			code = 1
+		}
 	}
 	return code
 }
@@ -107,6 +118,11 @@ func sharedServer(t *testing.T) *apiserver {
 		}
 		srv, err := newAPIServer(home)
 		if err != nil {
+			shared.err = err
+			return
+		}
+		// A vhost of its own, so no other cluster on the broker sees this one's changes.
+		if srv.amqpURL, shared.vhost, err = amqptest.NewVHost(context.Background(), "minik8s-e2e-shared"); err != nil {
 			shared.err = err
 			return
 		}

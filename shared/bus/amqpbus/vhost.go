@@ -55,6 +55,23 @@ func (m Management) DeleteVHost(ctx context.Context, vhost string) error {
 	return nil
 }
 
+// CreateUser creates (or re-passwords) a user with no tags: it can log in from anywhere,
+// unlike RabbitMQ's guest, which only logs in over loopback. Give it a vhost with CreateVHost.
+func (m Management) CreateUser(ctx context.Context, user, password string) error {
+	if err := m.do(ctx, http.MethodPut, "/api/users/"+url.PathEscape(user), map[string]string{"password": password, "tags": ""}); err != nil {
+		return fmt.Errorf("create user %s: %w", user, err)
+	}
+	return nil
+}
+
+// DeleteUser deletes a user; one that does not exist is no error.
+func (m Management) DeleteUser(ctx context.Context, user string) error {
+	if err := m.do(ctx, http.MethodDelete, "/api/users/"+url.PathEscape(user), nil); err != nil {
+		return fmt.Errorf("delete user %s: %w", user, err)
+	}
+	return nil
+}
+
 // do sends one request; a 404 on DELETE counts as done.
 func (m Management) do(ctx context.Context, method, path string, body any) error {
 	base := m.URL

@@ -201,29 +201,42 @@ func DeleteExchange(t testing.TB, exchange string) {
 // `make up`'s cluster or another test's.
 func VHost(t testing.TB) string {
 	t.Helper()
+	u, name, err := NewVHost(t.Context(), "minik8s-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := DeleteVHost(context.WithoutCancel(t.Context()), name); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return u
+}
+
+// NewVHost is VHost for what outlives one test (a package's shared server): it creates a
+// vhost named after prefix and returns its URL and name; DeleteVHost removes it.
+func NewVHost(ctx context.Context, prefix string) (amqpURL, name string, err error) {
 	u, err := url.Parse(URL())
 	if err != nil {
-		t.Fatalf("broker URL: %v", err)
+		return "", "", fmt.Errorf("broker URL: %w", err)
 	}
 	user := "guest"
 	if u.User != nil {
 		user = u.User.Username()
 	}
-	name := Unique("minik8s-test")
-	m := amqpbus.Management{URL: ManagementURL()}
-	if err := m.CreateVHost(t.Context(), name, user); err != nil {
-		t.Fatalf("%v (is the rabbitmq_management plugin enabled? make up enables it)", err)
+	name = Unique(prefix)
+	if err := (amqpbus.Management{URL: ManagementURL()}).CreateVHost(ctx, name, user); err != nil {
+		return "", "", fmt.Errorf("%w (is the rabbitmq_management plugin enabled? make up enables it)", err)
 	}
-	t.Cleanup(func() {
-		if err := m.DeleteVHost(context.WithoutCancel(t.Context()), name); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
-	vu, err := amqpbus.WithVHost(URL(), name)
-	if err != nil {
-		t.Fatal(err)
+	if amqpURL, err = amqpbus.WithVHost(URL(), name); err != nil {
+		return "", "", err
 	}
-	return vu
+	return amqpURL, name, nil
+}
+
+// DeleteVHost deletes a vhost NewVHost made, with everything in it.
+func DeleteVHost(ctx context.Context, name string) error {
+	return amqpbus.Management{URL: ManagementURL()}.DeleteVHost(ctx, name)
 }
 
 // DeleteQueue removes a queue of the default vhost that the test declared.
