@@ -299,48 +299,55 @@ func (n *testNode) logTail(lines int) string {
 	return strings.Join(ls, "\n")
 }
 
-// waitNode polls the Node until cond holds.
-func (n *testNode) waitNode(t *testing.T, what string, cond func(*corev1.Node) bool) *corev1.Node {
+// pollUntil calls get every 250 ms until cond holds on what it returns, and fails the test
+// after podTimeout with the last error, the last object (or just its status, for a pod) and
+// what diag adds. alive, when set, fails the test as soon as it reports an error.
+func pollUntil[T any](t *testing.T, desc, what string, get func() (T, error), cond func(T) bool, alive func() error, diag func() string) T {
 	t.Helper()
-	var last *corev1.Node
+	var last T
 	var lastErr error
 	deadline := time.Now().Add(podTimeout)
 	for time.Now().Before(deadline) {
-		if n.cmd != nil && !n.running() {
-			t.Fatalf("kubelet exited (%v) while waiting for node %s\nlast lines of its log:\n%s", n.waitErr, what, n.logTail(40))
+		if alive != nil {
+			if err := alive(); err != nil {
+				t.Fatalf("%v while waiting for %s to be %s\n%s", err, desc, what, diag())
+			}
 		}
-		last, lastErr = n.nodes.Get(t.Context(), "", n.name, metav1.GetOptions{})
+		last, lastErr = get()
 		if lastErr == nil && cond(last) {
 			return last
 		}
 		sleep(t, 250*time.Millisecond)
 	}
-	t.Fatalf("node %s not %s after %s: last error %v, node %s\nlast lines of the kubelet log:\n%s",
-		n.name, what, podTimeout, lastErr, dump(last), n.logTail(40))
-	return nil
+	var shown any = last
+	if p, ok := any(last).(*corev1.Pod); ok && p != nil {
+		shown = p.Status
+	}
+	t.Fatalf("%s not %s after %s: last error %v, last seen %s\n%s", desc, what, podTimeout, lastErr, dump(shown), diag())
+	return last
+}
+
+// waitNode polls the Node until cond holds.
+func (n *testNode) waitNode(t *testing.T, what string, cond func(*corev1.Node) bool) *corev1.Node {
+	t.Helper()
+	return pollUntil(t, "node "+n.name, what,
+		func() (*corev1.Node, error) { return n.nodes.Get(t.Context(), "", n.name, metav1.GetOptions{}) }, cond,
+		func() error {
+			if n.cmd != nil && !n.running() {
+				return fmt.Errorf("kubelet exited (%v)", n.waitErr)
+			}
+			return nil
+		}, n.logDiag)
 }
 
 // waitPod polls the pod until cond holds and returns it.
 func (n *testNode) waitPod(t *testing.T, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	var last *corev1.Pod
-	var lastErr error
-	deadline := time.Now().Add(podTimeout)
-	for time.Now().Before(deadline) {
-		last, lastErr = n.pods.Get(t.Context(), n.ns, name, metav1.GetOptions{})
-		if lastErr == nil && cond(last) {
-			return last
-		}
-		sleep(t, 250*time.Millisecond)
-	}
-	status := "(none)"
-	if last != nil {
-		status = dump(last.Status)
-	}
-	t.Fatalf("pod %s not %s after %s: last error %v, status %s\nlast lines of the kubelet log:\n%s",
-		name, what, podTimeout, lastErr, status, n.logTail(40))
-	return nil
+	return pollUntil(t, "pod "+name, what,
+		func() (*corev1.Pod, error) { return n.pods.Get(t.Context(), n.ns, name, metav1.GetOptions{}) }, cond, nil, n.logDiag)
 }
+
+func (n *testNode) logDiag() string { return "last lines of the kubelet log:\n" + n.logTail(40) }
 
 func sleep(t *testing.T, d time.Duration) {
 	select {

@@ -389,35 +389,15 @@ func (c *netCluster) startControlPlane(t *testing.T, schedulerArgs, controllerAr
 // waitNode polls the Node until cond holds.
 func (c *netCluster) waitNode(t *testing.T, name, what string, cond func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
-	var last *corev1.Node
-	var lastErr error
-	deadline := time.Now().Add(podTimeout)
-	for time.Now().Before(deadline) {
-		last, lastErr = c.nodes.Get(t.Context(), "", name, metav1.GetOptions{})
-		if lastErr == nil && cond(last) {
-			return last
-		}
-		sleep(t, 250*time.Millisecond)
-	}
-	t.Fatalf("node %s not %s after %s: last error %v, node %s\n%s", name, what, podTimeout, lastErr, dump(last), c.kubeletTails())
-	return nil
+	return pollUntil(t, "node "+name, what,
+		func() (*corev1.Node, error) { return c.nodes.Get(t.Context(), "", name, metav1.GetOptions{}) }, cond, nil, c.kubeletTails)
 }
 
 // waitPod polls a pod of the test namespace until cond holds.
 func (c *netCluster) waitPod(t *testing.T, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	var last *corev1.Pod
-	var lastErr error
-	deadline := time.Now().Add(podTimeout)
-	for time.Now().Before(deadline) {
-		last, lastErr = c.pods.Get(t.Context(), c.ns, name, metav1.GetOptions{})
-		if lastErr == nil && cond(last) {
-			return last
-		}
-		sleep(t, 250*time.Millisecond)
-	}
-	t.Fatalf("pod %s not %s after %s: last error %v, pod %s\n%s", name, what, podTimeout, lastErr, dump(last), c.kubeletTails())
-	return nil
+	return pollUntil(t, "pod "+name, what,
+		func() (*corev1.Pod, error) { return c.pods.Get(t.Context(), c.ns, name, metav1.GetOptions{}) }, cond, nil, c.kubeletTails)
 }
 
 func (c *netCluster) kubeletTails() string {
