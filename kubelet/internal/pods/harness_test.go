@@ -86,9 +86,11 @@ type harness struct {
 	status *statusLog
 	fin    *finalizer
 	events *record.Fake
-	root   string
-	m      *Manager
-	stop   func()
+	// podLists counts the Manager's lists of single pods' containers.
+	podLists *listCounter
+	root     string
+	m        *Manager
+	stop     func()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -97,7 +99,7 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{
 		t: t, clk: clk, rt: rtfake.New(clk), net: netfake.New("10.244.1.0/24"),
 		status: &statusLog{writes: map[types.UID][]corev1.PodStatus{}},
-		events: record.NewFake(10000), root: t.TempDir(),
+		events: record.NewFake(10000), root: t.TempDir(), podLists: &listCounter{n: map[string]int{}},
 	}
 	h.fin = &finalizer{h: h}
 	for _, img := range []string{spec.DefaultSandboxImage, "echo:1", "echo:2", "busybox:1"} {
@@ -111,7 +113,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) start() {
 	h.m = New(Config{
 		NodeName: "n1", HostIP: "192.168.1.2", RootDir: h.root,
-		Runtime: thinList{h.rt}, Network: h.net, Status: h.status, Finalizer: h.fin, Recorder: h.events, Clock: h.clk,
+		Runtime: thinList{h.rt, h.podLists}, Network: h.net, Status: h.status, Finalizer: h.fin, Recorder: h.events, Clock: h.clk,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RelistPeriod: time.Second, ResyncPeriod: 10 * time.Second,
 	})
@@ -251,10 +253,30 @@ type rtCall = rtfake.Call
 
 // thinList lists like Docker: ids, labels and states only, no exit codes or times, so the
 // tests prove the manager inspects what it needs.
-type thinList struct{ *rtfake.Runtime }
+type thinList struct {
+	*rtfake.Runtime
+	podLists *listCounter
+}
+
+// listCounter counts, per pod uid, the lists of that pod's containers that found none.
+type listCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *listCounter) count(uid string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[uid]
+}
 
 func (r thinList) List(ctx context.Context, match map[string]string) ([]runtime.Container, error) {
 	cs, err := r.Runtime.List(ctx, match)
+	if uid, ok := match[spec.LabelPodUID]; ok && r.podLists != nil && err == nil && len(cs) == 0 {
+		r.podLists.mu.Lock()
+		r.podLists.n[uid]++
+		r.podLists.mu.Unlock()
+	}
 	for i := range cs {
 		cs[i] = runtime.Container{ID: cs[i].ID, Name: cs[i].Name, Image: cs[i].Image, ImageID: cs[i].ImageID,
 			Labels: cs[i].Labels, State: cs[i].State, CreatedAt: cs[i].CreatedAt}

@@ -28,7 +28,17 @@ func formatPod(pod *corev1.Pod) string {
 // states cheaply (Docker's list has no exit codes or times), so each container is inspected
 // once per state it is seen in and the answer kept: a container's details only change with
 // its state.
+//
+// A new pod's first list is skipped when it can only be empty: the PLEG has relisted since
+// the kubelet started and saw no container of the pod, and this worker, the only one that
+// creates containers for it, has created none. On an engine busy starting other pods, a list
+// waits behind them.
 func (m *Manager) list(ctx context.Context, w *worker) (observed, error) {
+	if !w.created && len(w.inspected) == 0 {
+		if has, relisted := m.pleg.HasContainers(string(w.uid)); relisted && !has {
+			return observe(nil), nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	list, err := m.cfg.Runtime.List(ctx, map[string]string{spec.LabelPodUID: string(w.uid)})
@@ -60,6 +70,34 @@ func (m *Manager) list(ctx context.Context, w *worker) (observed, error) {
 		if !seen[id] {
 			delete(w.inspected, id)
 		}
+	}
+	return observe(full), nil
+}
+
+// relist returns the pod's containers after execute: obs itself when the sync changed
+// nothing, obs plus the containers it created (inspected one by one) when it only created,
+// and a full list when it stopped or removed any. Every list of an engine that is starting
+// containers waits behind those starts, so the common syncs avoid it.
+func (m *Manager) relist(ctx context.Context, w *worker, obs observed, st *syncState) (observed, error) {
+	switch {
+	case st.disrupted:
+		return m.list(ctx, w)
+	case len(st.created) == 0:
+		return obs, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	full := obs.all()
+	for _, id := range st.created {
+		d, err := m.cfg.Runtime.Inspect(ctx, id)
+		if errors.Is(err, runtime.ErrNotFound) {
+			return m.list(ctx, w)
+		}
+		if err != nil {
+			return observed{}, fmt.Errorf("inspect container of pod %s: %w", w.uid, err)
+		}
+		w.inspected[id] = d
+		full = append(full, d)
 	}
 	return observe(full), nil
 }
@@ -107,7 +145,7 @@ func (m *Manager) syncPod(ctx context.Context, w *worker, pod *corev1.Pod, remov
 		st.out.soon(retryDelay)
 	}
 
-	if obs, err = m.list(ctx, w); err != nil {
+	if obs, err = m.relist(ctx, w, obs, st); err != nil {
 		log.Warn("sync failed", "err", err)
 		st.out.soon(retryDelay)
 		return st.out
@@ -146,6 +184,7 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, formatPod(pod))
 	}
 	var errs []error
+	st.disrupted = a.killPod || len(a.kill) > 0 || len(a.remove) > 0
 	if a.killPod {
 		if a.createSandbox && a.attempt > 0 {
 			m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
@@ -184,7 +223,11 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 	sandboxID := a.sandboxID
 	if a.createSandbox {
 		id, err := m.createSandbox(ctx, w, pod, a.attempt)
+		if id != "" {
+			st.created = append(st.created, id)
+		}
 		if err != nil {
+			st.disrupted = true // a sandbox that failed half-way was discarded
 			m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return err
 		}
@@ -230,6 +273,7 @@ func (m *Manager) createSandbox(ctx context.Context, w *worker, pod *corev1.Pod,
 			m.images.mark(cfg.Image)
 		}
 	}
+	w.created = true // a create that timed out may still have made one
 	id, err := m.cfg.Runtime.Create(cctx, cfg)
 	if err != nil {
 		if errors.Is(err, runtime.ErrImageNotFound) {
@@ -314,6 +358,7 @@ func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod
 		m.failed(pod, c, st, "CreateContainerConfigError", err)
 		return
 	}
+	w.created = true
 	id, err := m.cfg.Runtime.Create(cctx, cfg)
 	if err != nil {
 		if errors.Is(err, runtime.ErrImageNotFound) {
@@ -322,9 +367,11 @@ func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod
 		m.failed(pod, c, st, "CreateContainerError", err)
 		return
 	}
+	st.created = append(st.created, id)
 	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if err := m.cfg.Runtime.Start(cctx, id); err != nil {
 		// A container that never ran is of no use for logs; removing it frees its name.
+		st.disrupted = true
 		m.discard(ctx, id)
 		m.failed(pod, c, st, "RunContainerError", err)
 		return

@@ -31,6 +31,9 @@ type worker struct {
 	pullFailed map[string]time.Time
 	// inspected caches the runtime's full record of each container by id (see Manager.list).
 	inspected map[string]runtime.Container
+	// created is set once this worker has created a container: from then on only the
+	// runtime knows what the pod has.
+	created bool
 }
 
 func newWorker(uid types.UID) *worker {
@@ -97,4 +100,9 @@ func (m *Manager) runWorker(ctx context.Context, w *worker) {
 type syncState struct {
 	waiting map[string]status.Waiting
 	out     outcome
+	// created are the containers this sync created (and started, or tried to); disrupted is
+	// set when it stopped or removed any. Together they say whether the pod's containers must
+	// be listed again to report its status.
+	created   []string
+	disrupted bool
 }

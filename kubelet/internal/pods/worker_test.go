@@ -577,3 +577,16 @@ func TestImagePresenceIsRemembered(t *testing.T) {
 		t.Errorf("the engine was not asked about echo:1 again after a create failed for want of it")
 	}
 }
+
+// Once the PLEG has relisted, a new pod's worker does not ask the engine for the pod's
+// containers before creating any: the answer could only be "none".
+func TestNewPodSkipsTheEmptyList(t *testing.T) {
+	h := newHarness(t)
+	h.settle("first relist", func() bool { return !h.m.LastRelist().IsZero() })
+	pod := newPod("p1", corev1.RestartPolicyAlways, "app")
+	h.m.Update(pod)
+	h.settle("running", func() bool { _, ok := h.running(pod.UID, "app"); return ok })
+	if n := h.podLists.count(string(pod.UID)); n != 0 {
+		t.Errorf("listed the new pod's containers %d times while it had none", n)
+	}
+}

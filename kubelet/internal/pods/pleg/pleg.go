@@ -63,6 +63,7 @@ type PLEG struct {
 
 	mu       sync.Mutex
 	last     map[string]runtime.Container // by container id, from the previous relist
+	lastPods map[string]bool              // uids of the pods with containers in it
 	relisted time.Time
 }
 
@@ -128,6 +129,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.mu.Lock()
 	prev := p.last
 	p.last = cur
+	p.lastPods = pods
 	p.relisted = p.cfg.Clock.Now()
 	p.mu.Unlock()
 
@@ -158,6 +160,14 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	}
 	p.cfg.OnRelist(pods)
 	return nil
+}
+
+// HasContainers reports whether the last relist saw containers of pod uid; relisted is false
+// before the first relist, when it knows nothing.
+func (p *PLEG) HasContainers(uid string) (has, relisted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastPods[uid], p.last != nil
 }
 
 // LastRelist is when the last successful relist happened; health checks compare it to now.
