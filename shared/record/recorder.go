@@ -17,6 +17,7 @@ import (
 
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
+	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -48,6 +49,13 @@ type Config struct {
 	// CacheSize bounds how many distinct events are remembered for aggregation.
 	CacheSize    int
 	WriteTimeout time.Duration
+	// QPS and Burst, when QPS > 0, bound how fast events are written (a token bucket), as
+	// Kubernetes components throttle their event client: a component that reports one event
+	// per object (the scheduler's Scheduled) must not double the load on the store when
+	// thousands of objects change at once. Events beyond the buffer while it waits are
+	// dropped and counted, as Kubernetes' broadcaster drops them.
+	QPS          float64
+	Burst        int
 	Clock        clock.Clock
 	Logger       *slog.Logger
 }
@@ -60,6 +68,7 @@ type Recorder struct {
 	dropped  atomic.Uint64
 	lastNano atomic.Int64
 	cache    *lru // used only by the writer goroutine
+	limiter  *workqueue.Bucket[struct{}]
 }
 
 // New returns a recorder; events are buffered until Start runs.
@@ -79,11 +88,34 @@ func New(cfg Config) *Recorder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Recorder{
+	r := &Recorder{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		queue: make(chan *corev1.Event, cfg.BufferSize),
 		cache: newLRU(cfg.CacheSize),
+	}
+	if cfg.QPS > 0 {
+		r.limiter = workqueue.NewBucket[struct{}](cfg.QPS, max(cfg.Burst, 1), cfg.Clock)
+	}
+	return r
+}
+
+// throttle waits for the rate limit, if any; false means ctx ended first.
+func (r *Recorder) throttle(ctx context.Context) bool {
+	if r.limiter == nil {
+		return true
+	}
+	d := r.limiter.When(struct{}{})
+	if d <= 0 {
+		return true
+	}
+	t := r.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -194,7 +226,7 @@ func (r *Recorder) Start(ctx context.Context) error {
 	for {
 		select {
 		case ev := <-r.queue:
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !r.throttle(ctx) {
 				r.drain(ctx, ev)
 				return nil
 			}

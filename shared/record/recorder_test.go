@@ -312,3 +312,53 @@ func TestFake(t *testing.T) {
 	default:
 	}
 }
+
+// With QPS set, a burst beyond Burst waits for tokens from the clock: Burst events go out at
+// once, the next only when the clock has moved by 1/QPS.
+func TestThrottle(t *testing.T) {
+	sink := newFakeSink()
+	fc := clock.NewFake(t0)
+	r := New(Config{Component: "c", Sink: sink, Clock: fc, QPS: 2, Burst: 3})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	for i := range 5 {
+		pod := testPod()
+		pod.Name = fmt.Sprintf("p%d", i)
+		r.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "assigned %s", pod.Name)
+	}
+	written := func() int { calls, _ := sink.snapshot(); return len(calls) }
+	waitFor := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for written() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d events written, want %d", written(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(3)
+	for fc.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := written(); n != 3 {
+		t.Fatalf("%d events written before the clock moved, want the burst of 3", n)
+	}
+	fc.Step(500 * time.Millisecond)
+	waitFor(4)
+	for fc.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if n := written(); n != 4 {
+		t.Fatalf("%d events written after 1/QPS, want 4", n)
+	}
+	fc.Step(500 * time.Millisecond)
+	waitFor(5)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -49,6 +49,9 @@ type Config struct {
 	DebugAddress string
 	// BindWorkers is how many bindings may be in flight at once; zero is the default.
 	BindWorkers int
+	// EventsQPS and EventsBurst throttle the Events the scheduler writes (0 QPS: unthrottled).
+	EventsQPS   float64
+	EventsBurst int
 }
 
 // Validate checks the configuration before anything starts.
@@ -61,6 +64,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RelistPeriod <= 0 {
 		return fmt.Errorf("--relist-period %s must be positive", c.RelistPeriod)
+	}
+	if c.EventsQPS < 0 || c.EventsBurst < 0 {
+		return fmt.Errorf("--events-qps %g and --events-burst %d must not be negative", c.EventsQPS, c.EventsBurst)
 	}
 	if c.BindWorkers < 0 {
 		return fmt.Errorf("--bind-workers %d must not be negative", c.BindWorkers)
@@ -127,7 +133,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Identity == "" {
 		cfg.Identity = host + "_" + strconv.Itoa(os.Getpid())
 	}
-	recorder := record.New(record.Config{Component: scheduler.Name, Host: host, Sink: record.NewAPISink(cl), Logger: log})
+	recorder := record.New(record.Config{Component: scheduler.Name, Host: host, Sink: record.NewAPISink(cl), Logger: log,
+		QPS: cfg.EventsQPS, Burst: cfg.EventsBurst})
 	var elector *leaderelection.Elector
 	var lead scheduler.Leader
 	if cfg.LeaderElect {
