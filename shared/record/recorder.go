@@ -54,10 +54,10 @@ type Config struct {
 	// per object (the scheduler's Scheduled) must not double the load on the store when
 	// thousands of objects change at once. Events beyond the buffer while it waits are
 	// dropped and counted, as Kubernetes' broadcaster drops them.
-	QPS          float64
-	Burst        int
-	Clock        clock.Clock
-	Logger       *slog.Logger
+	QPS    float64
+	Burst  int
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Recorder turns Eventf calls into Events. Build with New and run Start in the run group.
