@@ -96,16 +96,40 @@ func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subs
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", sub.Queue, err)
 	}
+	// Acks are coalesced: one ack with multiple=true covers every delivery handled so far.
+	// They go out when no further delivery is waiting, or when half the prefetch window is
+	// handled, so the broker never stalls for want of acks. One ack per message cost the
+	// broker as much CPU as routing it.
+	var lastTag uint64
+	pending := 0
+	flush := func() {
+		if pending > 0 {
+			// A failed ack means the channel is gone; the next receive sees that, and the
+			// broker redelivers (at-least-once).
+			_ = ch.Ack(lastTag, true)
+			pending = 0
+		}
+	}
+	defer flush()
+	batch := max(sub.Prefetch/2, 1)
 	for {
 		var d amqp.Delivery
 		var ok bool
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
 		case d, ok = <-deliveries:
-			if !ok {
-				return errors.New("delivery channel closed")
+		default:
+			flush()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case d, ok = <-deliveries:
 			}
+		}
+		if !ok {
+			return errors.New("delivery channel closed")
+		}
+		if ctx.Err() != nil {
+			return ctx.Err() // d is not acked: the broker hands it out again
 		}
 		id := messageKey(d)
 		if len(attempts) > maxTracked {
@@ -123,20 +147,22 @@ func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subs
 			Redelivered: d.Redelivered,
 			Attempt:     n,
 		})
-		if err == nil {
-			delete(attempts, id)
-			// A failed ack means the channel is gone; the next receive sees
-			// that, and the broker redelivers (at-least-once).
-			_ = d.Ack(false)
-			continue
-		}
-		if sub.MaxAttempts > 0 && n >= sub.MaxAttempts {
+		if err != nil && sub.MaxAttempts > 0 && n >= sub.MaxAttempts {
 			b.log.Error("bus dropping message after repeated handler errors", "queue", sub.Queue,
 				"key", d.RoutingKey, "id", d.MessageId, "attempts", n, "err", err)
+			err = nil
+		}
+		if err == nil {
 			delete(attempts, id)
-			_ = d.Ack(false)
+			lastTag = d.DeliveryTag
+			if pending++; pending >= batch {
+				flush()
+			}
 			continue
 		}
+		// Everything handled before this message is acknowledged; this one and those
+		// prefetched behind it go back with the channel.
+		flush()
 		b.log.Debug("bus handler failed, will redeliver", "queue", sub.Queue, "key", d.RoutingKey, "attempt", n, "err", err)
 		// Hold the head of the queue for the backoff, then give everything in
 		// flight back: a nack alone would let the prefetched messages behind
