@@ -68,3 +68,37 @@ func TestApplyRaw(t *testing.T) {
 		t.Errorf("cached pod = %+v, %v; want nginx at 6 on n1", p, err)
 	}
 }
+
+// ApplyEvent decodes a whole bus message into the object it is given, in one pass.
+func TestApplyEvent(t *testing.T) {
+	inf := New(Config{Name: "pods", ListerWatcher: newFakeLW("1")})
+	body := func(typ, rv, node string) []byte {
+		return []byte(`{"type":"` + typ + `","object":{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"web","name":"nginx","resourceVersion":"` +
+			rv + `","labels":{"app":"web"}},"spec":{"nodeName":"` + node + `","containers":[{"name":"c","image":"i"}]}}}`)
+	}
+	tests := []struct {
+		name    string
+		body    []byte
+		changed bool
+		wantErr bool
+	}{
+		{"added", body("ADDED", "5", "n1"), true, false},
+		{"stale redelivery", body("MODIFIED", "4", "n0"), false, false},
+		{"modified", body("MODIFIED", "6", "n2"), true, false},
+		{"unknown type", body("BOOKMARK", "7", "n3"), false, true},
+		{"garbage", []byte(`{"type":"ADDED","object":{`), false, true},
+		{"object of another shape", []byte(`{"type":"ADDED","object":{"metadata":"nope"}}`), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed, err := inf.ApplyEvent(tt.body, &corev1.Pod{})
+			if changed != tt.changed || (err != nil) != tt.wantErr {
+				t.Errorf("ApplyEvent = %v, %v; want changed %v, error %v", changed, err, tt.changed, tt.wantErr)
+			}
+		})
+	}
+	p, err := NewLister[*corev1.Pod](inf.Store()).Get("web", "nginx")
+	if err != nil || p.ResourceVersion != "6" || p.Spec.NodeName != "n2" || p.Labels["app"] != "web" || p.Spec.Containers[0].Image != "i" {
+		t.Errorf("cached pod = %+v, %v; want nginx at 6 on n2 with its label and container", p, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/scheduler/internal/cache"
@@ -163,21 +164,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer b.Close()
 	bindings, _ := bus.Bindings(bus.QueueScheduler)
 	handle := func(_ context.Context, d bus.Delivery) error {
-		ev, err := bus.DecodeEvent(d.Body)
-		if err != nil {
-			log.Warn("dropping undecodable message", "id", d.ID, "err", err)
-			return nil
-		}
 		var inf *informer.Informer
+		var into runtime.Object
 		switch d.Headers[bus.HeaderResource] {
 		case "pods":
-			inf = podInf
+			inf, into = podInf, &corev1.Pod{}
 		case "nodes":
-			inf = nodeInf
+			inf, into = nodeInf, &corev1.Node{}
 		default:
 			return nil
 		}
-		if _, err := inf.ApplyRaw(ev.Type, ev.Object); err != nil {
+		if _, err := inf.ApplyEvent(d.Body, into); err != nil {
 			// The relist repairs what a bad message meant; retrying it would not.
 			log.Warn("dropping bus event", "id", d.ID, "err", err)
 		}
