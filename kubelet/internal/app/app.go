@@ -63,6 +63,13 @@ func (c *Config) Validate() error {
 	if c.Node.Name == "" {
 		return errors.New("the node has no name (--node-name or the node config's name)")
 	}
+	// Negative turns the report off and zero means the default; otherwise a sample at least
+	// every refresh keeps the "rewritten every minute" promise the scheduler's staleness
+	// bound relies on, and a floor keeps Docker's stats calls cheap.
+	if p := c.UsagePeriod; p > 0 && (p < time.Second || p > nodestatus.DefaultUsageRefresh) {
+		return fmt.Errorf("--node-usage-period %s must be between 1s and %s (0 for the default %s, negative to turn it off)",
+			p, nodestatus.DefaultUsageRefresh, nodestatus.DefaultUsagePeriod)
+	}
 	if c.RootDir == "" || !filepath.IsAbs(c.RootDir) {
 		return fmt.Errorf("--root-dir %q must be an absolute path", c.RootDir)
 	}

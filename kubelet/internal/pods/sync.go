@@ -77,7 +77,9 @@ func (m *Manager) list(ctx context.Context, w *worker) (observed, error) {
 // relist returns the pod's containers after execute: obs itself when the sync changed
 // nothing, obs plus the containers it created (inspected one by one) when it only created,
 // and a full list when it stopped or removed any. Every list of an engine that is starting
-// containers waits behind those starts, so the common syncs avoid it.
+// containers waits behind those starts, so the common syncs avoid it. The price: a container
+// that exited while this sync was creating others is reported in its earlier state until the
+// PLEG's next relist (a period at most) wakes the worker again.
 func (m *Manager) relist(ctx context.Context, w *worker, obs observed, st *syncState) (observed, error) {
 	switch {
 	case st.disrupted:

@@ -33,10 +33,10 @@ func main() {
 	fs.StringVar(&cfg.Strategy, "strategy", framework.StrategyBalanced, "how to pick a node: "+strings.Join(framework.StrategyNames, "|"))
 	fs.IntVar(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"share of the nodes (in %) a pod's search for feasible nodes may stop at once enough are found; 0 adapts it to the cluster's size (50% minus 1% per 125 nodes, at least 5% and 100 nodes), 100 looks at every node")
-	fs.IntVar(&cfg.BindWorkers, "bind-workers", scheduler.DefaultBindWorkers, "bindings in flight at once (each is a round trip to the apiserver)")
-	fs.Float64Var(&cfg.EventsQPS, "events-qps", 50, "Events written per second at most (Scheduled, FailedScheduling); beyond --events-burst and a buffer of 1000 they are dropped, as kube-scheduler's are; 0: no limit")
+	fs.IntVar(&cfg.BindWorkers, "bind-workers", scheduler.DefaultBindWorkers, "bindings in flight at once (each is a round trip to the apiserver); 1 to 1024, 0 for the default")
+	fs.Float64Var(&cfg.EventsQPS, "events-qps", 50, "Events written per second at most (Scheduled, FailedScheduling); beyond --events-burst and a buffer of 1000 they are dropped, as kube-scheduler's are; 0.01 to 1e6, 0: no limit")
 	fs.IntVar(&cfg.EventsBurst, "events-burst", 100, "Events written at once before --events-qps applies")
-	fs.StringVar(&cfg.DebugAddress, "debug-address", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:10259; empty: off")
+	fs.StringVar(&cfg.DebugAddress, "debug-address", "", "serve Go's profiles (/debug/pprof/), without authentication, on this host:port, e.g. 127.0.0.1:10259; empty: off")
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader through a Lease so that only one scheduler binds")
 	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this process's name in the Lease (default: hostname_pid)")
 	fs.StringVar(&cfg.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the election Lease")

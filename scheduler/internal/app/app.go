@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -55,6 +56,13 @@ type Config struct {
 	EventsBurst int
 }
 
+// Bounds of the flags Validate checks.
+const (
+	minEventsQPS   = 0.01
+	maxEventsQPS   = 1e6
+	maxBindWorkers = 1024
+)
+
 // Validate checks the configuration before anything starts.
 func (c *Config) Validate() error {
 	if _, err := framework.NewStrategy(c.Strategy, nil); err != nil {
@@ -66,11 +74,20 @@ func (c *Config) Validate() error {
 	if c.RelistPeriod <= 0 {
 		return fmt.Errorf("--relist-period %s must be positive", c.RelistPeriod)
 	}
-	if c.EventsQPS < 0 || c.EventsBurst < 0 {
-		return fmt.Errorf("--events-qps %g and --events-burst %d must not be negative", c.EventsQPS, c.EventsBurst)
+	// NaN fails every comparison, so the checks are written to let only real values through.
+	if !(c.EventsQPS == 0 || c.EventsQPS >= minEventsQPS && c.EventsQPS <= maxEventsQPS) {
+		return fmt.Errorf("--events-qps %g must be 0 (no limit) or between %g and %g", c.EventsQPS, minEventsQPS, float64(maxEventsQPS))
 	}
-	if c.BindWorkers < 0 {
-		return fmt.Errorf("--bind-workers %d must not be negative", c.BindWorkers)
+	if c.EventsBurst < 0 {
+		return fmt.Errorf("--events-burst %d must not be negative", c.EventsBurst)
+	}
+	if c.BindWorkers < 0 || c.BindWorkers > maxBindWorkers {
+		return fmt.Errorf("--bind-workers %d must be between 1 and %d (0 for the default %d)", c.BindWorkers, maxBindWorkers, scheduler.DefaultBindWorkers)
+	}
+	if c.DebugAddress != "" {
+		if _, _, err := net.SplitHostPort(c.DebugAddress); err != nil {
+			return fmt.Errorf("--debug-address %q: %w", c.DebugAddress, err)
+		}
 	}
 	if c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100 {
 		return fmt.Errorf("--percentage-of-nodes-to-score %d must be between 0 (adaptive) and 100", c.PercentageOfNodesToScore)
@@ -358,6 +375,11 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("serving profiles", "address", addr)
+	if host, _, _ := net.SplitHostPort(addr); host != "localhost" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			log.Warn("profiles are served without authentication on a non-loopback address", "address", addr)
+		}
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("debug server: %w", err)

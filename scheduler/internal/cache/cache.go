@@ -184,10 +184,11 @@ func (c *Cache) IsAssumed(namespace, name string) bool {
 // copying them all for every pod would cost more than scheduling it. The zero value is an
 // empty snapshot, ready for UpdateSnapshot.
 type Snapshot struct {
-	nodes []*framework.NodeInfo
-	index map[string]int
-	gen   uint64
-	built bool
+	nodes        []*framework.NodeInfo
+	index        map[string]int
+	gen          uint64
+	built        bool
+	usageChecked time.Time
 }
 
 // Nodes are the snapshot's nodes in name order. They belong to the snapshot: callers must not
@@ -208,6 +209,8 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 	}
 	// The log reaches back to s.gen when its oldest entry is at most one past it.
 	logCovers := len(c.changes) > 0 && c.changes[0].gen <= s.gen+1
+	var cloned []int
+	rebuilt := false
 	switch {
 	case !s.built || c.structGen > s.gen || (c.gen > s.gen && !logCovers):
 		s.nodes = make([]*framework.NodeInfo, 0, len(c.nodes))
@@ -219,7 +222,7 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		for i, ni := range s.nodes {
 			s.index[ni.Name()] = i
 		}
-		s.built = true
+		s.built, rebuilt = true, true
 	case c.gen > s.gen:
 		from := sort.Search(len(c.changes), func(i int) bool { return c.changes[i].gen > s.gen })
 		copied := map[string]bool{}
@@ -230,24 +233,38 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 			copied[ch.node] = true
 			if i, ok := s.index[ch.node]; ok {
 				s.nodes[i] = c.nodes[ch.node].Clone()
+				cloned = append(cloned, i)
 			}
 		}
 	}
 	s.gen = c.gen
-	for name := range c.withUsage {
-		i, ok := s.index[name]
-		if !ok {
-			continue
+	// Usage reports age with the clock, not with changes: every report is judged again when
+	// the snapshot was rebuilt or usageRecheck has passed (a report that went stale is
+	// noticed within that), and between those only the nodes just copied are.
+	if rebuilt || now.Sub(s.usageChecked) >= usageRecheck || now.Before(s.usageChecked) {
+		for name := range c.withUsage {
+			if i, ok := s.index[name]; ok {
+				// A report is never changed in place (SetNode replaces it): sharing it is safe.
+				s.nodes[i].Usage = c.fresh(c.nodes[name].Usage, now)
+			}
 		}
-		sn, u := s.nodes[i], c.nodes[name].Usage
-		if u != nil && (now.Sub(u.Time) > c.usageMaxAge || u.Time.Sub(now) > c.usageMaxAge) {
-			u = nil
-		}
-		if sn.Usage != u {
-			// The report is never changed in place (SetNode replaces it), so sharing it is safe.
-			sn.Usage = u
-		}
+		s.usageChecked = now
+		return
 	}
+	for _, i := range cloned {
+		s.nodes[i].Usage = c.fresh(s.nodes[i].Usage, now)
+	}
+}
+
+// usageRecheck is how often UpdateSnapshot judges every usage report's age again.
+const usageRecheck = time.Second
+
+// fresh is u when it is recent enough to trust at now, else nil.
+func (c *Cache) fresh(u *framework.Usage, now time.Time) *framework.Usage {
+	if u != nil && (now.Sub(u.Time) > c.usageMaxAge || u.Time.Sub(now) > c.usageMaxAge) {
+		return nil
+	}
+	return u
 }
 
 // Snapshot returns copies of every node's info in name order, after dropping expired

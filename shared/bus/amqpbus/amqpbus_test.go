@@ -1,7 +1,10 @@
 package amqpbus_test
 
 import (
+	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,5 +84,70 @@ func TestSendNeedsPublishAfterFailure(t *testing.T) {
 	}
 	if wait, err := b.Send(t.Context(), msg); err != nil || wait(t.Context()) != nil {
 		t.Fatalf("Send after reconnecting: %v", err)
+	}
+}
+
+// Acks are coalesced, but none is left pending once the consumer has nothing to do: a
+// connection cut after a burst has been handled redelivers nothing.
+func TestAcksFlushedWhenIdle(t *testing.T) {
+	amqptest.Require(t)
+	url := amqptest.VHost(t)
+	name := amqptest.Unique("acktest")
+	b := amqpbus.New(amqpbus.Config{URL: url, Name: name, Logger: testLogger(t),
+		Reconnect: bus.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}})
+	t.Cleanup(func() { _ = b.Close() })
+	var mu sync.Mutex
+	handled, redelivered, connects := map[string]bool{}, 0, 0
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		_ = b.Consume(ctx, bus.Subscription{Queue: name, Bindings: []string{"ack.#"}, Prefetch: 64,
+			OnConnect: func(context.Context) error { mu.Lock(); connects++; mu.Unlock(); return nil },
+			Handler: func(_ context.Context, d bus.Delivery) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if d.Redelivered {
+					redelivered++
+				}
+				handled[d.ID] = true
+				return nil
+			}})
+	}()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			ok := cond()
+			mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitUntil("consumer connected", func() bool { return connects == 1 })
+	// 45 messages: more than one batch of acks (32) and a tail that only the idle flush acks.
+	msgs := make([]bus.Message, 45)
+	for i := range msgs {
+		msgs[i] = bus.Message{RoutingKey: "ack.x", ID: strconv.Itoa(i), Body: []byte("{}")}
+	}
+	if err := b.Publish(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("all handled", func() bool { return len(handled) == len(msgs) })
+	amqptest.CloseConnections(t, name+".consumer.")
+	waitUntil("reconnected", func() bool { return connects >= 2 })
+	if err := b.Publish(t.Context(), bus.Message{RoutingKey: "ack.x", ID: "fence", Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("fence handled", func() bool { return handled["fence"] })
+	mu.Lock()
+	defer mu.Unlock()
+	if redelivered != 0 {
+		t.Errorf("%d of %d handled messages came back after the connection was cut: their acks were still pending", redelivered, len(msgs))
 	}
 }

@@ -246,3 +246,22 @@ func DeleteQueue(t testing.TB, queue string) {
 		t.Errorf("delete queue %s: %v", queue, err)
 	}
 }
+
+// QueueState is what the management API says of a queue: whether it exists, and how many of
+// its messages wait for a consumer and how many are delivered but not acknowledged. The
+// broker refreshes these counts every few seconds, so callers poll.
+func QueueState(ctx context.Context, vhost, queue string) (exists bool, ready, unacked int, err error) {
+	body, err := api(ctx, http.MethodGet, "/api/queues/"+url.PathEscape(vhost)+"/"+url.PathEscape(queue))
+	if err != nil {
+		return false, 0, 0, err
+	}
+	var q struct {
+		Name    string `json:"name"`
+		Ready   int    `json:"messages_ready"`
+		Unacked int    `json:"messages_unacknowledged"`
+	}
+	if err := json.Unmarshal(body, &q); err != nil || q.Name == "" {
+		return false, 0, 0, nil // 404: api returns the error body, which names no queue
+	}
+	return true, q.Ready, q.Unacked, nil
+}

@@ -1,0 +1,39 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	valid := func() Config {
+		c := Config{RootDir: "/var/lib/minik8s/kubelet/n1", Port: 10250, Address: "0.0.0.0"}
+		c.Node.Name = "n1"
+		return c
+	}
+	for _, tt := range []struct {
+		name    string
+		mod     func(*Config)
+		wantErr string
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"usage off", func(c *Config) { c.UsagePeriod = -1 }, ""},
+		{"usage every 30s", func(c *Config) { c.UsagePeriod = 30 * time.Second }, ""},
+		{"usage too often", func(c *Config) { c.UsagePeriod = time.Millisecond }, "--node-usage-period 1ms"},
+		{"usage too rarely", func(c *Config) { c.UsagePeriod = 5 * time.Minute }, "--node-usage-period 5m0s"},
+		{"no name", func(c *Config) { c.Node.Name = "" }, "no name"},
+		{"relative root", func(c *Config) { c.RootDir = "kubelet" }, "--root-dir"},
+		{"bad port", func(c *Config) { c.Port = 70000 }, "--port 70000"},
+		{"bad address", func(c *Config) { c.Address = "here" }, "--address"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := valid()
+			tt.mod(&c)
+			err := c.Validate()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
