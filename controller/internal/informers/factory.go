@@ -15,6 +15,7 @@ import (
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/scheme"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -169,12 +170,17 @@ func (f *Factory) Handle(_ context.Context, d bus.Delivery) error {
 	if inf == nil {
 		return nil
 	}
-	ev, err := bus.DecodeEvent(d.Body)
-	if err != nil {
-		f.cfg.Logger.Warn("undecodable bus message", "key", d.RoutingKey, "err", err)
-		return nil
+	var err error
+	if res, lerr := scheme.Lookup(resource); lerr == nil && res.New != nil {
+		// One pass straight into the typed object (see informer.ApplyEvent).
+		_, err = inf.ApplyEvent(d.Body, res.New())
+	} else {
+		var ev bus.Event
+		if ev, err = bus.DecodeEvent(d.Body); err == nil {
+			_, err = inf.ApplyRaw(ev.Type, ev.Object)
+		}
 	}
-	if _, err := inf.ApplyRaw(ev.Type, ev.Object); err != nil {
+	if err != nil {
 		f.cfg.Logger.Warn("dropping bus event", "key", d.RoutingKey, "err", err)
 	}
 	return nil
