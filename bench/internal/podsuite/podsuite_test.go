@@ -129,20 +129,3 @@ func TestCNIConfig(t *testing.T) {
 		t.Error("a /16 was accepted; want an error")
 	}
 }
-
-func TestParseStat(t *testing.T) {
-	stat := "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 100 50 7 3 20 0"
-	tests := []struct {
-		children bool
-		want     time.Duration
-	}{
-		{false, 150 * clockTick},
-		{true, 160 * clockTick},
-	}
-	for _, tt := range tests {
-		got, err := parseStat(stat, tt.children)
-		if err != nil || got != tt.want {
-			t.Errorf("parseStat(children=%v) = %v, %v; want %v", tt.children, got, err, tt.want)
-		}
-	}
-}

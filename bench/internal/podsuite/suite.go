@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/bench/internal/cluster"
+	"minik8s.io/bench/internal/procstat"
 	"minik8s.io/bench/internal/suite"
 	mclient "minik8s.io/shared/client"
 )
@@ -66,7 +67,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (rep *Report, err er
 			return nil, fmt.Errorf("image %s (build it with scripts/images.sh --if-missing): %w", img, err)
 		}
 	}
-	e.dockerPids = findProcesses("dockerd", "containerd")
+	e.dockerPids = procstat.FindProcesses("dockerd", "containerd")
 
 	apiBin := cfg.APIServer
 	if apiBin == "" {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/bench/internal/cluster"
+	"minik8s.io/bench/internal/procstat"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/scheme"
@@ -142,7 +143,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 		return nil, errors.New("suite: workdir is required")
 	}
 	rep := &Report{Machine: DescribeMachine(), Config: cfg}
-	e := &env{cfg: cfg, log: log, runID: randomID(), payload: payload(cfg.PayloadBytes), brokerPids: findProcesses(brokerCommand)}
+	e := &env{cfg: cfg, log: log, runID: randomID(), payload: payload(cfg.PayloadBytes), brokerPids: procstat.FindProcesses(brokerCommand)}
 
 	e.binary = cfg.Binary
 	if e.binary == "" || cfg.Profile {

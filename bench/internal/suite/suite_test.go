@@ -2,9 +2,6 @@ package suite
 
 import (
 	"math"
-	"os"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,59 +10,6 @@ import (
 	"minik8s.io/bench/internal/stats"
 	"minik8s.io/shared/bus"
 )
-
-func TestParseStat(t *testing.T) {
-	tests := []struct {
-		name    string
-		stat    string
-		want    time.Duration
-		wantErr bool
-	}{
-		{name: "plain", stat: "42 (apiserver) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 100 0 0",
-			want: 3250 * time.Millisecond},
-		{name: "command with spaces and parens", stat: "7 (a b) (c)) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0",
-			want: 30 * time.Millisecond},
-		{name: "truncated", stat: "7 (x) R 1 2", wantErr: true},
-		{name: "no command", stat: "garbage", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStat(tt.stat)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("parseStat error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if got != tt.want {
-				t.Errorf("parseStat = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestParseCPULine(t *testing.T) {
-	tests := []struct {
-		name    string
-		line    string
-		want    time.Duration
-		wantErr bool
-	}{
-		// user nice system idle iowait irq softirq steal guest guest_nice
-		{name: "idle, iowait, steal and guest excluded", line: "cpu  100 1 50 9999 77 2 3 500 40 0", want: 1560 * time.Millisecond},
-		{name: "old kernel with four fields", line: "cpu 10 0 10 500", want: 200 * time.Millisecond},
-		{name: "per-cpu line refused", line: "cpu0 1 2 3 4 5", wantErr: true},
-		{name: "non-numeric", line: "cpu 1 x 3 4 5", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseCPULine(tt.line)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("parseCPULine error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if got != tt.want {
-				t.Errorf("parseCPULine = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
 
 func TestPerOp(t *testing.T) {
 	from := cpuSample{server: time.Second, self: time.Second, broker: time.Second, busy: 10 * time.Second}
@@ -219,20 +163,6 @@ func TestGoals(t *testing.T) {
 				t.Errorf("Goals met mismatch (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestFindProcessesFindsItself(t *testing.T) {
-	comm, err := os.ReadFile("/proc/self/comm")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	pids := findProcesses(strings.TrimSpace(string(comm)))
-	if !slices.Contains(pids, os.Getpid()) {
-		t.Errorf("findProcesses(%q) = %v, want it to include this process %d", strings.TrimSpace(string(comm)), pids, os.Getpid())
-	}
-	if got := findProcesses("no-such-command-here"); len(got) != 0 {
-		t.Errorf("findProcesses of an absent command = %v, want none", got)
 	}
 }
 
