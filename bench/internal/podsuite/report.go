@@ -3,7 +3,6 @@ package podsuite
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"minik8s.io/bench/internal/stats"
@@ -139,11 +138,11 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "pods: one container %s (sandbox %s), spec.nodeName set; kubelet pod CIDR %s, baseline %s\n",
 		r.Config.Image, r.Config.Pause, r.KubeletCIDR, r.BaselineCIDR)
 	fmt.Fprintf(w, "latency: kubelet = API create sent -> watch sees phase Running with every container ready; baseline = operation start -> app container's start call returned\n\n")
-	writeMarkdown(w, r.Table())
+	suite.WriteMarkdown(w, r.Table())
 	fmt.Fprintf(w, "\nWhere the time goes (sandbox and app times from Docker's start events for the kubelet):\n\n")
-	writeMarkdown(w, r.PhaseTable())
+	suite.WriteMarkdown(w, r.PhaseTable())
 	fmt.Fprintf(w, "\nCPU per pod in the paced test (other = shims, runc, the rest of the shared machine):\n\n")
-	writeMarkdown(w, r.CPUTable())
+	suite.WriteMarkdown(w, r.CPUTable())
 	fmt.Fprintf(w, "\n")
 	goals := [][]string{{"goal", "want", "got", "met"}}
 	for _, g := range r.Goals() {
@@ -153,34 +152,5 @@ func (r *Report) Print(w io.Writer) {
 		}
 		goals = append(goals, []string{g.Name, g.Want, g.Got, met})
 	}
-	writeMarkdown(w, goals)
-}
-
-func writeMarkdown(w io.Writer, rows [][]string) {
-	if len(rows) == 0 {
-		return
-	}
-	width := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, cell := range row {
-			width[i] = max(width[i], len([]rune(cell)))
-		}
-	}
-	line := func(cells []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, cell := range cells {
-			fmt.Fprintf(&b, " %s%s |", cell, strings.Repeat(" ", width[i]-len([]rune(cell))))
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(rows[0])
-	sep := make([]string, len(width))
-	for i, n := range width {
-		sep[i] = strings.Repeat("-", n)
-	}
-	line(sep)
-	for _, row := range rows[1:] {
-		line(row)
-	}
+	suite.WriteMarkdown(w, goals)
 }

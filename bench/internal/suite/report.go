@@ -137,11 +137,11 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "object: ConfigMap with a %d-byte value, %d bytes as stored; minik8s = HTTPS + bearer token through the apiserver; raw etcd = a create transaction of the same bytes on the same embedded etcd\n",
 		r.Config.PayloadBytes, r.ValueBytes)
 	fmt.Fprintf(w, "events: minik8s = send -> apiserver -> etcd -> outbox -> RabbitMQ -> consumer; raw etcd = send -> apiserver -> etcd -> etcd watch\n\n")
-	writeMarkdown(w, r.Table())
+	WriteMarkdown(w, r.Table())
 	api, raw := r.ThroughputCPU[0], r.ThroughputCPU[1]
 	fmt.Fprintf(w, "\nCPU per write in the throughput test (apiserver = its process, embedded etcd included; other = the rest of the shared machine):\n\n")
 	total := func(c CPUPerOp) time.Duration { return c.Server + c.Client + c.Broker + c.Rest }
-	writeMarkdown(w, [][]string{
+	WriteMarkdown(w, [][]string{
 		{"path", "apiserver", "bench clients", "RabbitMQ", "other", "total"},
 		{"minik8s create", micros(api.Server), micros(api.Client), micros(api.Broker), micros(api.Rest), micros(total(api))},
 		{"raw etcd put", micros(raw.Server), micros(raw.Client), micros(raw.Broker), micros(raw.Rest), micros(total(raw))},
@@ -151,22 +151,23 @@ func (r *Report) Print(w io.Writer) {
 	}
 }
 
-// writeMarkdown pads cells so the table reads well as plain text too.
-func writeMarkdown(w io.Writer, rows [][]string) {
+// WriteMarkdown writes rows (the first is the header) as a Markdown table, padding cells so
+// it reads well as plain text too; widths count runes, so arrows and the like line up.
+func WriteMarkdown(w io.Writer, rows [][]string) {
 	if len(rows) == 0 {
 		return
 	}
 	width := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, cell := range row {
-			width[i] = max(width[i], len(cell))
+			width[i] = max(width[i], len([]rune(cell)))
 		}
 	}
 	line := func(cells []string) {
 		var b strings.Builder
 		b.WriteString("|")
 		for i, cell := range cells {
-			fmt.Fprintf(&b, " %-*s |", width[i], cell)
+			fmt.Fprintf(&b, " %s%s |", cell, strings.Repeat(" ", width[i]-len([]rune(cell))))
 		}
 		fmt.Fprintln(w, b.String())
 	}
