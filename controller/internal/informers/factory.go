@@ -63,7 +63,10 @@ type Factory struct {
 
 	mu        sync.Mutex
 	informers map[string]*informer.Informer
-	started   bool
+	// newObj makes the empty typed object a bus message of the resource decodes into; nil for
+	// a resource the scheme does not know, whose messages take the generic decoder.
+	newObj  map[string]func() runtime.Object
+	started bool
 }
 
 // New returns a factory that lists through source.
@@ -71,7 +74,7 @@ func New(source Source, cfg Config) *Factory {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Factory{source: source, cfg: cfg, informers: map[string]*informer.Informer{}}
+	return &Factory{source: source, cfg: cfg, informers: map[string]*informer.Informer{}, newObj: map[string]func() runtime.Object{}}
 }
 
 // Pods is the informer of all pods, indexed by PodNodeIndex.
@@ -111,6 +114,9 @@ func (f *Factory) For(resource string, indexers informer.Indexers) *informer.Inf
 		NoWatch: true, RelistPeriod: f.cfg.RelistPeriod, Clock: f.cfg.Clock, Logger: f.cfg.Logger,
 	})
 	f.informers[resource] = inf
+	if res, err := scheme.Lookup(resource); err == nil {
+		f.newObj[resource] = res.New
+	}
 	return inf
 }
 
@@ -165,15 +171,15 @@ func (f *Factory) Handle(_ context.Context, d bus.Delivery) error {
 		resource, _, _ = strings.Cut(d.RoutingKey, ".")
 	}
 	f.mu.Lock()
-	inf := f.informers[resource]
+	inf, newObj := f.informers[resource], f.newObj[resource]
 	f.mu.Unlock()
 	if inf == nil {
 		return nil
 	}
 	var err error
-	if res, lerr := scheme.Lookup(resource); lerr == nil && res.New != nil {
+	if newObj != nil {
 		// One pass straight into the typed object (see informer.ApplyEvent).
-		_, err = inf.ApplyEvent(d.Body, res.New())
+		_, err = inf.ApplyEvent(d.Body, newObj())
 	} else {
 		var ev bus.Event
 		if ev, err = bus.DecodeEvent(d.Body); err == nil {
