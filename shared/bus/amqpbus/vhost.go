@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,15 +73,29 @@ func (m Management) DeleteUser(ctx context.Context, user string) error {
 	return nil
 }
 
-// do sends one request; a 404 on DELETE counts as done.
+// ErrNotFound is wrapped by Management.Do's error for a 404.
+var ErrNotFound = errors.New("not found")
+
+// do sends one request and ignores the answer; a 404 on DELETE counts as done.
 func (m Management) do(ctx context.Context, method, path string, body any) error {
+	_, err := m.Do(ctx, method, path, body)
+	if method == http.MethodDelete && errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Do sends one request to the management API: path is already escaped and starts with
+// "/api/", body (when not nil) goes as JSON. It returns the response body; a status of 300
+// or more is an error, wrapping ErrNotFound for a 404 (the body is returned then too).
+func (m Management) Do(ctx context.Context, method, path string, body any) ([]byte, error) {
 	base := m.URL
 	if base == "" {
 		base = DefaultManagementURL
 	}
 	u, err := url.Parse(strings.TrimSuffix(base, "/"))
 	if err != nil {
-		return fmt.Errorf("management URL: %w", err)
+		return nil, fmt.Errorf("management URL: %w", err)
 	}
 	var user, pass string
 	if u.User != nil {
@@ -92,7 +107,7 @@ func (m Management) do(ctx context.Context, method, path string, body any) error
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -101,7 +116,7 @@ func (m Management) do(ctx context.Context, method, path string, body any) error
 	// The path is already escaped; Opaque keeps %2F in a vhost name as it is.
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.URL.Opaque = "//" + u.Host + u.EscapedPath() + path
 	if user != "" {
@@ -116,17 +131,20 @@ func (m Management) do(ctx context.Context, method, path string, body any) error
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode == http.StatusNotFound && method == http.MethodDelete {
-		return nil
+	msg, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
 	}
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return msg, fmt.Errorf("%s %s: %w", method, path, ErrNotFound)
+	case resp.StatusCode >= 300:
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
 	}
-	return nil
+	return msg, nil
 }
 
 // WithVHost returns amqpURL addressed to vhost instead of the vhost it names.

@@ -3,8 +3,8 @@ package amqptest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -57,27 +57,13 @@ func Unique(prefix string) string {
 	return fmt.Sprintf("%s.%d.%08x", prefix, time.Now().UnixNano()%1e6, rand.Uint32())
 }
 
+// api is a management API call that returns the body, a 404 included (as no error).
 func api(ctx context.Context, method, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, ManagementURL()+path, nil)
-	if err != nil {
-		return nil, err
+	body, err := amqpbus.Management{URL: ManagementURL()}.Do(ctx, method, path, nil)
+	if errors.Is(err, amqpbus.ErrNotFound) {
+		return body, nil
 	}
-	if u, err := url.Parse(ManagementURL()); err == nil && u.User != nil {
-		p, _ := u.User.Password()
-		req.SetBasicAuth(u.User.Username(), p)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotFound {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
-	}
-	return body, nil
+	return body, err
 }
 
 // CloseConnections forcibly closes every broker connection whose
