@@ -18,18 +18,11 @@ func VHost(ctx context.Context, amqpURL, vhost string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("AMQP URL: %w", err)
 	}
-	user := "guest"
 	mgmt := &url.URL{Scheme: "http", Host: net.JoinHostPort(u.Hostname(), "15672"), User: u.User}
-	if u.User != nil {
-		user = u.User.Username()
-	}
 	m := amqpbus.Management{URL: mgmt.String()}
-	if err := m.CreateVHost(ctx, vhost, user); err != nil {
-		return "", nil, fmt.Errorf("%w (the benchmark needs RabbitMQ's management plugin, which make up enables)", err)
-	}
-	out, err := amqpbus.WithVHost(amqpURL, vhost)
+	out, err := m.VHostFor(ctx, amqpURL, vhost)
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("%w (the benchmark needs RabbitMQ's management plugin, which make up enables)", err)
 	}
 	return out, func() { _ = m.DeleteVHost(context.WithoutCancel(ctx), vhost) }, nil
 }

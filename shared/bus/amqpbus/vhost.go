@@ -45,6 +45,23 @@ func (m Management) CreateVHost(ctx context.Context, vhost, user string) error {
 	return nil
 }
 
+// VHostFor creates vhost (see CreateVHost) for the user of amqpURL (guest when it names
+// none) and returns amqpURL addressed to it: what a cluster's components are given.
+func (m Management) VHostFor(ctx context.Context, amqpURL, vhost string) (string, error) {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return "", fmt.Errorf("AMQP URL: %w", err)
+	}
+	user := "guest"
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	if err := m.CreateVHost(ctx, vhost, user); err != nil {
+		return "", err
+	}
+	return WithVHost(amqpURL, vhost)
+}
+
 // DeleteVHost deletes vhost with everything in it; a vhost that does not exist is no error.
 func (m Management) DeleteVHost(ctx context.Context, vhost string) error {
 	if vhost == "" || vhost == "/" {

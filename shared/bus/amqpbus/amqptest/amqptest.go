@@ -202,20 +202,9 @@ func VHost(t testing.TB) string {
 // NewVHost is VHost for what outlives one test (a package's shared server): it creates a
 // vhost named after prefix and returns its URL and name; DeleteVHost removes it.
 func NewVHost(ctx context.Context, prefix string) (amqpURL, name string, err error) {
-	u, err := url.Parse(URL())
-	if err != nil {
-		return "", "", fmt.Errorf("broker URL: %w", err)
-	}
-	user := "guest"
-	if u.User != nil {
-		user = u.User.Username()
-	}
 	name = Unique(prefix)
-	if err := (amqpbus.Management{URL: ManagementURL()}).CreateVHost(ctx, name, user); err != nil {
+	if amqpURL, err = (amqpbus.Management{URL: ManagementURL()}).VHostFor(ctx, URL(), name); err != nil {
 		return "", "", fmt.Errorf("%w (is the rabbitmq_management plugin enabled? make up enables it)", err)
-	}
-	if amqpURL, err = amqpbus.WithVHost(URL(), name); err != nil {
-		return "", "", err
 	}
 	return amqpURL, name, nil
 }
