@@ -24,8 +24,8 @@ up: ## prepare the host, build, start the control plane (idempotent)
 down: ## stop what make up started; data in $(MINIK8S_HOME) stays
 	scripts/down.sh
 
-reset: down ## stop and DELETE the state directory (certificates, tokens, etcd data, logs)
-	rm -rf -- "$(MINIK8S_HOME)"
+reset: down ## stop and DELETE the state directory (certificates, tokens, etcd data, logs) and the cluster's RabbitMQ vhost
+	scripts/reset.sh
 
 build: ## build the binaries into bin/
 	scripts/up.sh build

@@ -23,7 +23,12 @@ COMPONENTS=(apiserver kubelet scheduler controller-manager)
 
 APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
 APISERVER_PORT=${APISERVER_PORT:-6443}
-AMQP_URL=${AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/}
+# AMQP_URL, when set, is used as given. Otherwise the cluster gets a RabbitMQ vhost of its own,
+# named after the id in $MINIK8S_HOME/cluster-id (see cluster_vhost): after `make reset` the
+# new cluster's etcd counts resourceVersions from 1 again, and messages the old cluster left
+# in durable queues would make its components ignore the new one's changes as stale.
+AMQP_URL=${AMQP_URL:-}
+RABBITMQ_API=${RABBITMQ_API:-http://127.0.0.1:15672}
 ETCD_SERVERS=${ETCD_SERVERS:-}
 ADVERTISE_ADDRESS=${ADVERTISE_ADDRESS:-}
 # The one node `make up` runs on this machine.
@@ -84,7 +89,10 @@ pid_of() {
   [ -f "$f" ] || return 1
   pid=$(tr -dc '0-9' <"$f")
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$1" || return 1
+  # No pipe into grep -q: under pipefail its early exit can fail the pipeline (SIGPIPE).
+  local cmd
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline") || return 1
+  [[ $cmd == *"$1"* ]] || return 1
   printf '%s\n' "$pid"
 }
 
@@ -98,4 +106,19 @@ wait_for() {
   done
   log "timed out after ${secs}s waiting for $desc"
   return 1
+}
+
+# cluster_vhost prints this cluster's vhost name, minik8s-<id>, making the id on first use.
+cluster_vhost() {
+  local f=$MINIK8S_HOME/cluster-id
+  if [ ! -s "$f" ]; then
+    mkdir -p "$MINIK8S_HOME"
+    od -An -tx1 -N6 /dev/urandom | tr -d ' \n' >"$f"
+  fi
+  printf 'minik8s-%s\n' "$(cat "$f")"
+}
+
+# rabbitmq_api METHOD PATH [JSON]: one management API call as guest (loopback only).
+rabbitmq_api() {
+  curl -fsS -u guest:guest -X "$1" -H 'content-type: application/json' ${3:+--data "$3"} "$RABBITMQ_API$2" >/dev/null
 }

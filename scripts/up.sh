@@ -113,7 +113,11 @@ wait_component() {
   declare -F "${name}_ready" >/dev/null || return 0
   for ((i = 0; i < 90; i++)); do
     if "${name}_ready"; then log "$name ready"; return 0; fi
-    if ! pid_of "$name" >/dev/null; then
+    # The pid just started, not pid_of: until the child has exec'd, its command line is
+    # still this script's. A zombie (exited, not yet reaped) counts as exited.
+    local state
+    state=$(cut -d' ' -f3 "/proc/$(cat "$RUN_DIR/$name.pid")/stat" 2>/dev/null) || state=
+    if [ -z "$state" ] || [ "$state" = Z ]; then
       log "$name exited; last lines of $LOG_DIR/$name.log:"
       tail -n 40 "$LOG_DIR/$name.log" >&2 || true
       exit 1
@@ -132,9 +136,22 @@ host() {
   ensure_redis
 }
 
+# ensure_vhost points AMQP_URL at this cluster's own vhost, creating it (unless AMQP_URL was
+# given).
+ensure_vhost() {
+  if [ -n "$AMQP_URL" ]; then return; fi
+  local vhost
+  vhost=$(cluster_vhost)
+  rabbitmq_api PUT "/api/vhosts/$vhost" || die "cannot create RabbitMQ vhost $vhost through $RABBITMQ_API"
+  rabbitmq_api PUT "/api/permissions/$vhost/guest" '{"configure":".*","write":".*","read":".*"}' ||
+    die "cannot grant guest the RabbitMQ vhost $vhost"
+  AMQP_URL="amqp://guest:guest@127.0.0.1:5672/$vhost"
+}
+
 start() {
   mkdir -p "$RUN_DIR" "$LOG_DIR"
   chmod 700 "$MINIK8S_HOME"
+  ensure_vhost
   local c
   for c in "${COMPONENTS[@]}"; do
     start_component "$c"
@@ -144,7 +161,7 @@ start() {
 [minik8s] cluster is up (state in $MINIK8S_HOME)
   our kubectl:   bin/kubectl get nodes
   real kubectl:  kubectl --kubeconfig $MINIK8S_HOME/kubeconfig get ns
-  RabbitMQ UI:   http://localhost:15672 (guest/guest)
+  RabbitMQ UI:   http://localhost:15672 (guest/guest), this cluster's vhost: ${AMQP_URL##*/}
   logs:          $LOG_DIR/
   stop:          make down
 MSG
