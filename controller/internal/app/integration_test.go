@@ -2,18 +2,12 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,94 +17,12 @@ import (
 
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/apiservertest"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
 	"minik8s.io/shared/client"
 )
 
 const waitTimeout = 90 * time.Second
-
-// startAPIServer builds and runs the real apiserver with a private home, and stops it when the
-// test ends.
-func startAPIServer(t *testing.T, amqpURL string) (home string) {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "apiserver")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "minik8s.io/apiserver/cmd/apiserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build apiserver: %v\n%s", err, out)
-	}
-	// Distinct free ports, released just before the apiserver binds them.
-	var ports []int
-	var ls []net.Listener
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	home = filepath.Join(dir, "home")
-	logPath := filepath.Join(dir, "apiserver.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--home", home, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]),
-		"--amqp-url", amqpURL,
-		"--embedded-etcd-client-url", "http://127.0.0.1:"+strconv.Itoa(ports[1]),
-		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(ports[2]))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	exited := make(chan struct{})
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); _ = logf.Close(); close(exited) }()
-	tail := func() string {
-		data, _ := os.ReadFile(logPath)
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		return strings.Join(lines[max(0, len(lines)-30):], "\n")
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(45 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("apiserver did not stop within 45s of SIGTERM; killed")
-		}
-		if t.Failed() {
-			t.Logf("last lines of the apiserver log:\n%s", tail())
-		}
-	})
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // only polls /readyz; the client below verifies the CA
-	}}
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		select {
-		case <-exited:
-			t.Fatalf("apiserver exited before it was ready:\n%s", tail())
-		default:
-		}
-		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0]))
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return home
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("apiserver not ready after %s:\n%s", waitTimeout, tail())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 func waitUntil(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
@@ -152,7 +64,7 @@ func TestNodeLifecycle(t *testing.T) {
 	amqptest.Require(t)
 	// A private vhost: the shared controller-manager queue belongs to the running cluster.
 	amqpURL := amqptest.VHost(t)
-	home := startAPIServer(t, amqpURL)
+	home := apiservertest.Start(t, amqpURL)
 	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,18 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik8s.io/shared/apiservertest"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
 	"minik8s.io/shared/client"
 )
@@ -47,81 +41,6 @@ func (b *syncBuffer) count(s string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Count(b.buf.String(), s)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startAPIServer builds and runs the real apiserver with a private home and embedded etcd.
-func startAPIServer(t *testing.T, amqpURL string) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "apiserver")
-	// Built in a workspace of just the apiserver and shared, so versions another module
-	// pulls into the full workspace cannot break this build.
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(dir, "go.work")
-	if err := os.WriteFile(work, []byte("go 1.26.8\n\nuse (\n\t"+filepath.Join(root, "apiserver")+"\n\t"+filepath.Join(root, "shared")+"\n)\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if sum, err := os.ReadFile(filepath.Join(root, "go.work.sum")); err == nil {
-		_ = os.WriteFile(work+".sum", sum, 0o600)
-	}
-	build := exec.Command("go", "build", "-o", bin, "minik8s.io/apiserver/cmd/apiserver")
-	build.Env = append(os.Environ(), "GOWORK="+work)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build apiserver: %v\n%s", err, out)
-	}
-	home := filepath.Join(dir, "home")
-	port, etcdPort, peerPort := freePort(t), freePort(t), freePort(t)
-	logf, err := os.Create(filepath.Join(dir, "apiserver.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--home", home, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--amqp-url", amqpURL, "--embedded-etcd-client-url", "http://127.0.0.1:"+strconv.Itoa(etcdPort),
-		"--embedded-etcd-peer-url", "http://127.0.0.1:"+strconv.Itoa(peerPort))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(45 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		logf.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(logf.Name())
-			t.Logf("apiserver log:\n%s", tail(string(data), 30))
-		}
-	})
-	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness only
-	eventually(t, "apiserver ready", func() bool {
-		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return home
 }
 
 func tail(s string, n int) string {
@@ -232,7 +151,7 @@ func startScheduler(t *testing.T, home, amqpURL, identity string, logs *syncBuff
 func TestSchedulerOnRealAPIServer(t *testing.T) {
 	amqptest.Require(t)
 	amqpURL := amqptest.VHost(t)
-	home := startAPIServer(t, amqpURL)
+	home := apiservertest.Start(t, amqpURL)
 	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
