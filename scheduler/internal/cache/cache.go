@@ -267,14 +267,6 @@ func (c *Cache) fresh(u *framework.Usage, now time.Time) *framework.Usage {
 	return u
 }
 
-// Snapshot returns copies of every node's info in name order, after dropping expired
-// assumptions and stale usage reports (see UpdateSnapshot). The copies are the caller's.
-func (c *Cache) Snapshot() []*framework.NodeInfo {
-	var s Snapshot
-	c.UpdateSnapshot(&s)
-	return s.nodes
-}
-
 func (c *Cache) addLocked(k string, e podEntry) {
 	c.pods[k] = e
 	if e.assumed {

@@ -17,6 +17,13 @@ import (
 	"minik8s.io/shared/workqueue/clock"
 )
 
+// fullSnapshot is a snapshot built from nothing, as the scheduling loop's first update is.
+func fullSnapshot(c *Cache) []*framework.NodeInfo {
+	var s Snapshot
+	c.UpdateSnapshot(&s)
+	return s.Nodes()
+}
+
 func node(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
@@ -30,7 +37,7 @@ func pod(name, nodeName string) *corev1.Pod {
 // counts is pods and requested millicores per node in a snapshot.
 func counts(c *Cache) map[string][2]int64 {
 	out := map[string][2]int64{}
-	for _, ni := range c.Snapshot() {
+	for _, ni := range fullSnapshot(c) {
 		out[ni.Name()] = [2]int64{int64(ni.Pods), ni.Requested.MilliCPU}
 	}
 	return out
@@ -66,9 +73,9 @@ func TestCache(t *testing.T) {
 			}
 		})
 	}
-	snap := c.Snapshot()
+	snap := fullSnapshot(c)
 	snap[0].Pods = 99
-	if c.Snapshot()[0].Pods == 99 {
+	if fullSnapshot(c)[0].Pods == 99 {
 		t.Error("a snapshot shares state with the cache")
 	}
 }
@@ -123,7 +130,7 @@ func TestCacheUsage(t *testing.T) {
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			s.do()
-			snap := c.Snapshot()
+			snap := fullSnapshot(c)
 			got := map[string]int64{}
 			for _, ni := range snap {
 				if ni.Usage != nil {
@@ -194,7 +201,7 @@ func TestUpdateSnapshotMatchesFullSnapshot(t *testing.T) {
 			}
 		}
 		c.UpdateSnapshot(&s)
-		if diff := cmp.Diff(view(c.Snapshot()), view(s.Nodes())); diff != "" {
+		if diff := cmp.Diff(view(fullSnapshot(c)), view(s.Nodes())); diff != "" {
 			t.Fatalf("round %d: incremental snapshot differs from a full one (-full +incremental):\n%s", round, diff)
 		}
 	}

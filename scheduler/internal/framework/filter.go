@@ -295,13 +295,6 @@ func (e *FitError) Error() string {
 	return fmt.Sprintf("0/%d nodes are available: %s.", e.NumNodes, strings.Join(parts, ", "))
 }
 
-// Feasible runs the filters over every node and returns those that pass, or a *FitError when
-// none does.
-func Feasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo) ([]*NodeInfo, error) {
-	ok, _, err := FindFeasible(filters, pod, nodes, 0, 0)
-	return ok, err
-}
-
 // FindFeasible runs the filters over nodes from index start on, wrapping around, and stops
 // once want nodes passed (want <= 0: look at every node). It returns the nodes that passed,
 // in the order met, and how many nodes it looked at; or a *FitError when none passes, which

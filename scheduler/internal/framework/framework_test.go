@@ -213,9 +213,15 @@ func TestFitErrorMessage(t *testing.T) {
 	}
 }
 
+// feasible is FindFeasible over every node.
+func feasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo) ([]*NodeInfo, error) {
+	ok, _, err := FindFeasible(filters, pod, nodes, 0, 0)
+	return ok, err
+}
+
 func TestFeasible(t *testing.T) {
 	nodes := []*NodeInfo{info(node("a")), info(node("b", func(n *corev1.Node) { n.Spec.Unschedulable = true })), info(node("c"))}
-	got, err := Feasible(DefaultFilters(), pod("p"), nodes)
+	got, err := feasible(DefaultFilters(), pod("p"), nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +232,7 @@ func TestFeasible(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "c"}, names); diff != "" {
 		t.Errorf("feasible (-want +got):\n%s", diff)
 	}
-	_, err = Feasible(DefaultFilters(), pod("p", requests("8", "")), nodes)
+	_, err = feasible(DefaultFilters(), pod("p", requests("8", "")), nodes)
 	want := "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable."
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
@@ -431,7 +437,7 @@ func TestRoundRobinSampleMatchesFullSearch(t *testing.T) {
 	}
 	full, sampled := &RoundRobin{}, &RoundRobin{}
 	for i := range 100 {
-		all, err := Feasible(DefaultFilters(), pod("p"), nodes)
+		all, err := feasible(DefaultFilters(), pod("p"), nodes)
 		if err != nil {
 			t.Fatal(err)
 		}
