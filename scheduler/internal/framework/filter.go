@@ -34,7 +34,27 @@ func InsufficientReason(name corev1.ResourceName) string { return "Insufficient 
 // the reasons it cannot (usually one; resource fit may name several resources).
 type Filter struct {
 	Name string
-	Fn   func(pod *corev1.Pod, n *NodeInfo) []string
+	Fn   func(p *PodInfo, n *NodeInfo) []string
+}
+
+// PodInfo is the pod being scheduled with what the filters derive from it, worked out once
+// per scheduling attempt instead of once per node looked at (Kubernetes' PreFilter step).
+type PodInfo struct {
+	Pod       *corev1.Pod
+	Requests  Resources
+	HostPorts []HostPort
+	// scalars are the names in Requests.Scalar, sorted, so reasons come out in a stable order.
+	scalars []corev1.ResourceName
+}
+
+// NewPodInfo derives a PodInfo from pod.
+func NewPodInfo(pod *corev1.Pod) *PodInfo {
+	p := &PodInfo{Pod: pod, Requests: PodRequests(pod), HostPorts: PodHostPorts(pod)}
+	for name := range p.Requests.Scalar {
+		p.scalars = append(p.scalars, name)
+	}
+	slices.Sort(p.scalars)
+	return p
 }
 
 // DefaultFilters are the filters in the order they run: cheap checks on the node first, the
@@ -53,8 +73,12 @@ func DefaultFilters() []Filter {
 // RunFilters returns the reasons node n fails the first failing filter, or nil when it passes
 // them all. Like Kubernetes, a node is counted once, under the first filter that rejects it.
 func RunFilters(filters []Filter, pod *corev1.Pod, n *NodeInfo) []string {
+	return runFilters(filters, NewPodInfo(pod), n)
+}
+
+func runFilters(filters []Filter, p *PodInfo, n *NodeInfo) []string {
 	for _, f := range filters {
-		if reasons := f.Fn(pod, n); len(reasons) > 0 {
+		if reasons := f.Fn(p, n); len(reasons) > 0 {
 			return reasons
 		}
 	}
@@ -62,33 +86,29 @@ func RunFilters(filters []Filter, pod *corev1.Pod, n *NodeInfo) []string {
 }
 
 // NodeReady rejects a node whose Ready condition is not True.
-func NodeReady(_ *corev1.Pod, n *NodeInfo) []string {
-	for _, c := range n.Node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			if c.Status == corev1.ConditionTrue {
-				return nil
-			}
-			break
-		}
+func NodeReady(_ *PodInfo, n *NodeInfo) []string {
+	if n.Ready() {
+		return nil
 	}
 	return []string{ReasonNotReady}
 }
 
 // NodeUnschedulable rejects a cordoned node unless the pod tolerates the unschedulable taint
 // (as DaemonSet pods do).
-func NodeUnschedulable(pod *corev1.Pod, n *NodeInfo) []string {
+func NodeUnschedulable(p *PodInfo, n *NodeInfo) []string {
 	if !n.Node.Spec.Unschedulable {
 		return nil
 	}
 	taint := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-	if tolerates(pod.Spec.Tolerations, taint) {
+	if tolerates(p.Pod.Spec.Tolerations, taint) {
 		return nil
 	}
 	return []string{ReasonUnschedulable}
 }
 
 // NodeAffinity checks spec.nodeSelector and the required node affinity; both must hold.
-func NodeAffinity(pod *corev1.Pod, n *NodeInfo) []string {
+func NodeAffinity(p *PodInfo, n *NodeInfo) []string {
+	pod := p.Pod
 	for k, v := range pod.Spec.NodeSelector {
 		if got, ok := n.Node.Labels[k]; !ok || got != v {
 			return []string{ReasonNodeAffinity}
@@ -165,12 +185,12 @@ func matchRequirement(r corev1.NodeSelectorRequirement, v string, has bool) bool
 
 // TaintToleration rejects a node with a NoSchedule or NoExecute taint the pod does not
 // tolerate. PreferNoSchedule is a preference, not a filter.
-func TaintToleration(pod *corev1.Pod, n *NodeInfo) []string {
+func TaintToleration(p *PodInfo, n *NodeInfo) []string {
 	for _, t := range n.Node.Spec.Taints {
 		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
-		if !tolerates(pod.Spec.Tolerations, t) {
+		if !tolerates(p.Pod.Spec.Tolerations, t) {
 			return []string{TaintReason(t)}
 		}
 	}
@@ -207,8 +227,8 @@ func toleratesTaint(tol *corev1.Toleration, t *corev1.Taint) bool {
 
 // NodePorts rejects a node where a host port the pod wants is taken. An address of 0.0.0.0 (or
 // none) takes the port on every address, so it clashes with any use of the same port.
-func NodePorts(pod *corev1.Pod, n *NodeInfo) []string {
-	for _, want := range PodHostPorts(pod) {
+func NodePorts(p *PodInfo, n *NodeInfo) []string {
+	for _, want := range p.HostPorts {
 		for _, used := range n.Ports {
 			if want.Port == used.Port && want.Protocol == used.Protocol &&
 				(wildcard(want.IP) || wildcard(used.IP) || want.IP == used.IP) {
@@ -224,13 +244,13 @@ func wildcard(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::"
 // NodeResourcesFit rejects a node without room for the pod: one more pod than allocatable
 // pods, or a requested resource beyond allocatable minus what its pods already request. Every
 // resource that does not fit is named.
-func NodeResourcesFit(pod *corev1.Pod, n *NodeInfo) []string {
+func NodeResourcesFit(p *PodInfo, n *NodeInfo) []string {
 	var reasons []string
 	alloc, maxPods := n.Allocatable()
 	if int64(n.Pods)+1 > maxPods {
 		reasons = append(reasons, ReasonTooManyPods)
 	}
-	req := PodRequests(pod)
+	req := p.Requests
 	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-n.Requested.MilliCPU {
 		reasons = append(reasons, InsufficientReason(corev1.ResourceCPU))
 	}
@@ -240,12 +260,7 @@ func NodeResourcesFit(pod *corev1.Pod, n *NodeInfo) []string {
 	if req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-n.Requested.EphemeralStorage {
 		reasons = append(reasons, InsufficientReason(corev1.ResourceEphemeralStorage))
 	}
-	names := make([]corev1.ResourceName, 0, len(req.Scalar))
-	for name := range req.Scalar {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range p.scalars {
 		if v := req.Scalar[name]; v > 0 && v > alloc.Scalar[name]-n.Requested.Scalar[name] {
 			reasons = append(reasons, InsufficientReason(name))
 		}
@@ -309,10 +324,11 @@ func FindFeasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo, start, w
 	if start < 0 || start >= n {
 		start = 0
 	}
+	p := NewPodInfo(pod)
 	examined := 0
 	for ; examined < n && len(ok) < want; examined++ {
 		node := nodes[(start+examined)%n]
-		if reasons := RunFilters(filters, pod, node); len(reasons) > 0 {
+		if reasons := runFilters(filters, p, node); len(reasons) > 0 {
 			if failed == nil {
 				failed = map[string][]string{}
 			}

@@ -190,6 +190,23 @@ func TestNodeInfoRemoveUndoesAdd(t *testing.T) {
 	}
 }
 
+// The answers NodeInfo keeps per Node (readiness, allocatable) follow the Node when an update
+// replaces it, as the cache does for every node event.
+func TestNodeInfoFactsFollowNodeUpdates(t *testing.T) {
+	ni := info(node("n", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }))
+	if got := RunFilters(DefaultFilters(), pod("p"), ni); !cmp.Equal(got, []string{ReasonNotReady}) {
+		t.Fatalf("not-ready node: reasons %v, want %v", got, []string{ReasonNotReady})
+	}
+	ni.Node = node("n", func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("100m") })
+	if got := RunFilters(DefaultFilters(), pod("p", requests("200m", "")), ni); !cmp.Equal(got, []string{InsufficientReason(corev1.ResourceCPU)}) {
+		t.Fatalf("after the node turned Ready with 100m CPU: reasons %v, want Insufficient cpu", got)
+	}
+	ni.Node = node("n")
+	if got := RunFilters(DefaultFilters(), pod("p", requests("200m", "")), ni); got != nil {
+		t.Fatalf("after the node grew to 2 CPUs: reasons %v, want none", got)
+	}
+}
+
 func TestFitErrorMessage(t *testing.T) {
 	tests := []struct {
 		name string

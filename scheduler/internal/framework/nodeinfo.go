@@ -76,12 +76,14 @@ type NodeInfo struct {
 	// trust (the cache decides, with its clock).
 	Usage *Usage
 
-	// alloc and allocPods are Allocatable's answer for the Node allocFor, kept because every
-	// filter and strategy asks for it and parsing quantities for thousands of nodes per pod
-	// costs more than the scheduling itself.
-	allocFor  *corev1.Node
+	// factsFor is the Node the cached answers below were worked out from: every filter and
+	// strategy asks them for hundreds of nodes per pod, and parsing quantities or walking
+	// conditions that often costs more than the scheduling itself. A Node is never changed in
+	// place (an update brings a new object), so the pointer says when they are stale.
+	factsFor  *corev1.Node
 	alloc     Resources
 	allocPods int64
+	ready     bool
 }
 
 // Name is the node's name.
@@ -134,7 +136,7 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{Node: n.Node, Requested: n.Requested.Clone(), Pods: n.Pods,
 		PodsByOwner: make(map[types.UID]int, len(n.PodsByOwner)), Ports: append([]HostPort(nil), n.Ports...),
-		allocFor: n.allocFor, alloc: n.alloc, allocPods: n.allocPods}
+		factsFor: n.factsFor, alloc: n.alloc, allocPods: n.allocPods, ready: n.ready}
 	if n.Usage != nil {
 		u := *n.Usage
 		out.Usage = &u
@@ -149,11 +151,29 @@ func (n *NodeInfo) Clone() *NodeInfo {
 // kubelet reports no allocatable).
 // The result is the caller's to read, not to change (its scalar map is shared).
 func (n *NodeInfo) Allocatable() (Resources, int64) {
-	if n.allocFor != n.Node {
-		n.alloc, n.allocPods = allocatable(n.Node)
-		n.allocFor = n.Node
-	}
+	n.facts()
 	return n.alloc, n.allocPods
+}
+
+// Ready reports whether the node's Ready condition is True.
+func (n *NodeInfo) Ready() bool {
+	n.facts()
+	return n.ready
+}
+
+func (n *NodeInfo) facts() {
+	if n.factsFor == n.Node {
+		return
+	}
+	n.alloc, n.allocPods = allocatable(n.Node)
+	n.ready = false
+	for _, c := range n.Node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			n.ready = c.Status == corev1.ConditionTrue
+			break
+		}
+	}
+	n.factsFor = n.Node
 }
 
 func allocatable(node *corev1.Node) (Resources, int64) {
