@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -28,6 +29,13 @@ func EncodeWord(name string) string { return strings.ReplaceAll(name, ".", "_") 
 // DecodeWord reverses EncodeWord.
 func DecodeWord(word string) string { return strings.ReplaceAll(word, "_", ".") }
 
+// StatusWord is the event word of a pod change that touched nothing but the pod's status
+// and did not move it into or out of a terminal phase (Succeeded, Failed): what a kubelet
+// writes as containers start and probes pass. The body's type stays MODIFIED. Consumers that
+// only account for where pods run and what they request (the scheduler) bind around it;
+// consumers that follow status (the controller-manager, serverless, the kubelet) take it.
+const StatusWord = "status"
+
 // RoutingKey is the topic key of one change. Words are lowercase:
 //
 //	pods with spec.nodeName set  pods.node.<node>.<event>   e.g. pods.node.worker_1.added
@@ -35,31 +43,68 @@ func DecodeWord(word string) string { return strings.ReplaceAll(word, "_", ".") 
 //	nodes                        nodes.<node>.<event>
 //	everything else              <resource>.<event>         e.g. deployments.modified
 //
-// where <node> is EncodeWord(node name) and <event> is added, modified or
-// deleted. Namespaces are not in keys: no consumer filters on them, and the
-// namespace travels in HeaderNamespace. object is the JSON of the object (the
-// last stored one for a delete); it is read only for pods, and an undecodable
-// pod routes as unscheduled, which the scheduler tolerates by re-reading.
-func RoutingKey(resource, namespace, name string, object json.RawMessage, eventType string) string {
+// where <node> is EncodeWord(node name) and <event> is added, modified or deleted, or, for a
+// pod, StatusWord when prev shows the change was status-only. Namespaces are not in keys: no
+// consumer filters on them, and the namespace travels in HeaderNamespace. object is the JSON
+// of the object (the last stored one for a delete); prev is the JSON stored before a
+// modification, or nil when it is unknown or the change is not one (then a pod's change counts
+// as modified). Both are read only for pods; an undecodable pod routes as unscheduled and
+// modified, which every consumer of pods takes.
+func RoutingKey(resource, namespace, name string, object, prev json.RawMessage, eventType string) string {
 	_ = namespace // part of the identity callers pass; not routed on (see above)
 	ev := strings.ToLower(eventType)
 	switch resource {
 	case "pods":
-		var pod struct {
-			Spec struct {
-				NodeName string `json:"nodeName"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(object, &pod); err != nil || pod.Spec.NodeName == "" {
+		var pod podShape
+		if err := json.Unmarshal(object, &pod); err != nil {
 			return "pods.unscheduled." + ev
 		}
-		return "pods.node." + EncodeWord(pod.Spec.NodeName) + "." + ev
+		var spec struct {
+			NodeName string `json:"nodeName"`
+		}
+		if err := json.Unmarshal(pod.Spec, &spec); err != nil && len(pod.Spec) > 0 {
+			return "pods.unscheduled." + ev
+		}
+		if ev == "modified" && statusOnly(&pod, prev) {
+			ev = StatusWord
+		}
+		if spec.NodeName == "" {
+			return "pods.unscheduled." + ev
+		}
+		return "pods.node." + EncodeWord(spec.NodeName) + "." + ev
 	case "nodes":
 		return "nodes." + EncodeWord(name) + "." + ev
 	default:
 		return resource + "." + ev
 	}
 }
+
+// podShape is what routing reads of a stored pod: metadata and spec raw, to compare them
+// byte for byte with the previous value (the apiserver stores the JSON of typed structs, so
+// equal objects are equal bytes), and the phase.
+type podShape struct {
+	Metadata json.RawMessage `json:"metadata"`
+	Spec     json.RawMessage `json:"spec"`
+	Status   struct {
+		Phase string `json:"phase"`
+	} `json:"status"`
+}
+
+// statusOnly reports whether pod differs from prev in its status alone, without entering or
+// leaving a terminal phase. Unknown or undecodable prev counts as a full modification.
+func statusOnly(pod *podShape, prev json.RawMessage) bool {
+	if len(prev) == 0 {
+		return false
+	}
+	var old podShape
+	if err := json.Unmarshal(prev, &old); err != nil {
+		return false
+	}
+	return bytes.Equal(pod.Metadata, old.Metadata) && bytes.Equal(pod.Spec, old.Spec) &&
+		terminal(pod.Status.Phase) == terminal(old.Status.Phase)
+}
+
+func terminal(phase string) bool { return phase == "Succeeded" || phase == "Failed" }
 
 // controllerResources are the resources the controller-manager reconciles or
 // watches for its controllers (ReplicaSet, Deployment, HPA, Job, Endpoints,
@@ -75,7 +120,10 @@ var controllerResources = []string{
 func Bindings(queue string) ([]string, bool) {
 	switch {
 	case queue == QueueScheduler:
-		return []string{"pods.#", "nodes.#"}, true
+		// Everything about pods but their status-only changes: the scheduler accounts for
+		// where pods run and what they request, and a third of all pod changes are kubelets
+		// reporting progress.
+		return []string{"pods.unscheduled.*", "pods.node.*.added", "pods.node.*.modified", "pods.node.*.deleted", "nodes.#"}, true
 	case queue == QueueControllerManager:
 		out := make([]string, 0, len(controllerResources))
 		for _, r := range controllerResources {

@@ -14,6 +14,7 @@ func TestRoutingKey(t *testing.T) {
 	tests := []struct {
 		name               string
 		resource, ns, obj  string
+		prev               string // the replaced value, for a modification
 		objName, eventType string
 		want               string
 	}{
@@ -21,13 +22,45 @@ func TestRoutingKey(t *testing.T) {
 		{name: "node name with dots", resource: "pods", ns: "default", objName: "web", obj: `{"spec":{"nodeName":"n1.rack2.local"}}`, eventType: bus.Modified, want: "pods.node.n1_rack2_local.modified"},
 		{name: "unscheduled pod", resource: "pods", ns: "default", objName: "web", obj: `{"spec":{}}`, eventType: bus.Added, want: "pods.unscheduled.added"},
 		{name: "undecodable pod", resource: "pods", ns: "default", objName: "web", obj: `{`, eventType: bus.Deleted, want: "pods.unscheduled.deleted"},
+		{name: "bound pod, status only", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Pending"}}`,
+			obj:  `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Running","podIP":"10.0.0.2"}}`,
+			want: "pods.node.n1.status"},
+		{name: "unscheduled pod, status only", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":{"name":"web"},"spec":{},"status":{"phase":"Pending"}}`,
+			obj:  `{"metadata":{"name":"web"},"spec":{},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False"}]}}`,
+			want: "pods.unscheduled.status"},
+		{name: "status to a terminal phase", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}`,
+			obj:  `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Failed"}}`,
+			want: "pods.node.n1.modified"},
+		{name: "status within terminal phases", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Failed"}}`,
+			obj:  `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Succeeded"}}`,
+			want: "pods.node.n1.status"},
+		{name: "binding", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":{"name":"web"},"spec":{},"status":{"phase":"Pending"}}`,
+			obj:  `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Pending"}}`,
+			want: "pods.node.n1.modified"},
+		{name: "metadata and status", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}`,
+			obj:  `{"metadata":{"name":"web","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"nodeName":"n1"},"status":{"phase":"Running","reason":"x"}}`,
+			want: "pods.node.n1.modified"},
+		{name: "modification, previous value unknown", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			obj: `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}`, want: "pods.node.n1.modified"},
+		{name: "modification, previous value undecodable", resource: "pods", ns: "default", objName: "web", eventType: bus.Modified,
+			prev: `{"metadata":`, obj: `{"metadata":{"name":"web"},"spec":{"nodeName":"n1"}}`, want: "pods.node.n1.modified"},
 		{name: "node", resource: "nodes", objName: "a.b", obj: `{}`, eventType: bus.Modified, want: "nodes.a_b.modified"},
 		{name: "namespaced other", resource: "deployments", ns: "kube-system", objName: "dns", obj: `{}`, eventType: bus.Modified, want: "deployments.modified"},
 		{name: "cluster-scoped other", resource: "persistentvolumes", objName: "pv1", obj: `{}`, eventType: bus.Deleted, want: "persistentvolumes.deleted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := bus.RoutingKey(tt.resource, tt.ns, tt.objName, json.RawMessage(tt.obj), tt.eventType)
+			var prev json.RawMessage
+			if tt.prev != "" {
+				prev = json.RawMessage(tt.prev)
+			}
+			got := bus.RoutingKey(tt.resource, tt.ns, tt.objName, json.RawMessage(tt.obj), prev, tt.eventType)
 			if got != tt.want {
 				t.Errorf("RoutingKey = %q, want %q", got, tt.want)
 			}
@@ -92,6 +125,10 @@ func TestBindingsRouteTable(t *testing.T) {
 	}{
 		{"pods.node.n1_lab.added", []string{"scheduler", "controller-manager", "serverless", "kubelet.n1.lab"}},
 		{"pods.unscheduled.added", []string{"scheduler", "controller-manager", "serverless"}},
+		{"pods.node.n1_lab.modified", []string{"scheduler", "controller-manager", "serverless", "kubelet.n1.lab"}},
+		{"pods.node.n1_lab.deleted", []string{"scheduler", "controller-manager", "serverless", "kubelet.n1.lab"}},
+		{"pods.node.n1_lab.status", []string{"controller-manager", "serverless", "kubelet.n1.lab"}},
+		{"pods.unscheduled.status", []string{"scheduler", "controller-manager", "serverless"}},
 		{"nodes.n2.modified", []string{"scheduler", "controller-manager", "kubelet.n2"}},
 		{"deployments.modified", []string{"controller-manager"}},
 		{"services.added", []string{"controller-manager", "kubeproxy.n1.lab"}},

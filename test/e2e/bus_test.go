@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -43,6 +44,14 @@ func TestBusMatchesEtcd(t *testing.T) {
 	c.churn("a", 6)
 	c.pod("p1", "node-1.example")
 	checkBus(t, srv, rec, from, ours)
+	// The real apiserver's status write changes nothing but status, so the outbox routes the
+	// Running report as status-only, which the scheduler's queue is not bound to; finishing
+	// frees the pod's resources, so Succeeded is a full modification.
+	wantKeys := []string{"pods.node.node-1_example.added", "pods.node.node-1_example.modified",
+		"pods.node.node-1_example." + bus.StatusWord, "pods.node.node-1_example.modified"}
+	if got := podKeys(rec, ns, "p1"); !slices.Equal(got, wantKeys) {
+		t.Errorf("routing keys of pod p1: %v, want %v", got, wantKeys)
+	}
 
 	// A lost broker connection: the outbox must reconnect and publish what it had not had
 	// confirmed, and everything after.
@@ -162,7 +171,7 @@ func (w *writer) churn(prefix string, n int) {
 }
 
 // pod creates a pod, bound to node when it is set (so its routing key names the node),
-// and patches it.
+// patches its labels, and then its status twice, as a kubelet does: Running, then Succeeded.
 func (w *writer) pod(name, node string) {
 	w.t.Helper()
 	ctx := w.t.Context()
@@ -179,6 +188,37 @@ func (w *writer) pod(name, node string) {
 	if _, err := w.pods.Patch(ctx, w.ns, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"patched":"yes"}}}`)); err != nil {
 		w.t.Fatalf("patch pod %s: %v", name, err)
 	}
+	for _, phase := range []corev1.PodPhase{corev1.PodRunning, corev1.PodSucceeded} {
+		patch := []byte(`{"status":{"phase":"` + phase + `"}}`)
+		if _, err := w.pods.Patch(ctx, w.ns, name, types.MergePatchType, patch, "status"); err != nil {
+			w.t.Fatalf("patch pod %s status to %s: %v", name, phase, err)
+		}
+	}
+}
+
+// podKeys are the routing keys of a pod's messages in revision order, repeats dropped.
+func podKeys(rec *recorder, ns, name string) []string {
+	msgs, _ := rec.snapshot()
+	seen := map[string]bool{}
+	type keyAt struct {
+		rev int
+		key string
+	}
+	var got []keyAt
+	for _, m := range msgs {
+		if m.headers[bus.HeaderResource] != "pods" || m.headers[bus.HeaderNamespace] != ns || m.headers[bus.HeaderName] != name || seen[m.id] {
+			continue
+		}
+		seen[m.id] = true
+		rev, _ := strconv.Atoi(m.headers[bus.HeaderResourceVersion])
+		got = append(got, keyAt{rev, m.routingKey})
+	}
+	slices.SortFunc(got, func(a, b keyAt) int { return a.rev - b.rev })
+	keys := make([]string, len(got))
+	for i, k := range got {
+		keys[i] = k.key
+	}
+	return keys
 }
 
 // checkBus waits until the queue has a message for every change etcd recorded since from
@@ -260,12 +300,8 @@ type busMessage struct {
 
 func expectedMessage(t *testing.T, c change) busMessage {
 	t.Helper()
-	raw, err := json.Marshal(c.object)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return busMessage{
-		RoutingKey: bus.RoutingKey(c.resource, c.namespace, c.name, raw, c.typ),
+		RoutingKey: bus.RoutingKey(c.resource, c.namespace, c.name, c.stored, c.prev, c.typ),
 		Headers: map[string]string{
 			bus.HeaderResource:        c.resource,
 			bus.HeaderNamespace:       c.namespace,

@@ -23,6 +23,9 @@ type change struct {
 	typ                       string
 	resource, namespace, name string
 	object                    map[string]any // stored value with metadata.resourceVersion = rev
+	// stored and prev are the raw stored value and, for a modification, the one it replaced:
+	// what routing reads.
+	stored, prev []byte
 }
 
 // etcdRevision is the store's current revision.
@@ -111,7 +114,11 @@ func toChange(ev *clientv3.Event) (change, bool, error) {
 		c.typ = bus.Added
 	default:
 		c.typ = bus.Modified
+		if ev.PrevKv != nil {
+			c.prev = ev.PrevKv.Value
+		}
 	}
+	c.stored = value
 	if err := json.Unmarshal(value, &c.object); err != nil {
 		return change{}, false, fmt.Errorf("stored value of %s@%d is not JSON: %w", key, c.rev, err)
 	}

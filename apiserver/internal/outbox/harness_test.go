@@ -37,7 +37,9 @@ func newWriter(t *testing.T, c *clientv3.Client) *writer {
 	return &writer{t: t, c: c, values: map[string]string{}}
 }
 
-func (w *writer) expect(key, typ, value string, rev int64) {
+// expect records the message of a change; prev is the value a modification replaced ("" for
+// the others), which routing compares with to tell a pod's status-only change.
+func (w *writer) expect(key, typ, value, prev string, rev int64) {
 	w.t.Helper()
 	var obj map[string]any
 	if err := json.Unmarshal([]byte(value), &obj); err != nil {
@@ -54,7 +56,7 @@ func (w *writer) expect(key, typ, value string, rev int64) {
 		w.t.Fatal(err)
 	}
 	w.want = append(w.want, change{ID: key + "@" + strconv.FormatInt(rev, 10),
-		Key: bus.RoutingKey(resource, ns, name, []byte(value), typ), Type: typ, Object: obj})
+		Key: bus.RoutingKey(resource, ns, name, []byte(value), []byte(prev), typ), Type: typ, Object: obj})
 }
 
 func (w *writer) put(key, value string) int64 {
@@ -64,11 +66,12 @@ func (w *writer) put(key, value string) int64 {
 		w.t.Fatalf("put %s: %v", key, err)
 	}
 	typ := bus.Modified
-	if _, ok := w.values[key]; !ok {
+	prev, ok := w.values[key]
+	if !ok {
 		typ = bus.Added
 	}
 	w.values[key] = value
-	w.expect(key, typ, value, resp.Header.Revision)
+	w.expect(key, typ, value, prev, resp.Header.Revision)
 	return resp.Header.Revision
 }
 
@@ -78,7 +81,7 @@ func (w *writer) del(key string) {
 	if err != nil || resp.Deleted != 1 {
 		w.t.Fatalf("delete %s: %v (deleted %d)", key, err, resp.Deleted)
 	}
-	w.expect(key, bus.Deleted, w.values[key], resp.Header.Revision)
+	w.expect(key, bus.Deleted, w.values[key], "", resp.Header.Revision)
 	delete(w.values, key)
 }
 
@@ -91,11 +94,12 @@ func (w *writer) putBoth(k1, v1, k2, v2 string) {
 	}
 	for _, kv := range [][2]string{{k1, v1}, {k2, v2}} {
 		typ := bus.Modified
-		if _, ok := w.values[kv[0]]; !ok {
+		prev, ok := w.values[kv[0]]
+		if !ok {
 			typ = bus.Added
 		}
 		w.values[kv[0]] = kv[1]
-		w.expect(kv[0], typ, kv[1], resp.Header.Revision)
+		w.expect(kv[0], typ, kv[1], prev, resp.Header.Revision)
 	}
 }
 

@@ -44,7 +44,7 @@ func toMessage(prefix string, ev *clientv3.Event) (bus.Message, error) {
 	}
 	rev := ev.Kv.ModRevision
 	var typ string
-	var value []byte
+	var value, prev []byte
 	switch {
 	case ev.Type == clientv3.EventTypeDelete:
 		typ = bus.Deleted
@@ -56,6 +56,9 @@ func toMessage(prefix string, ev *clientv3.Event) (bus.Message, error) {
 		typ, value = bus.Added, ev.Kv.Value
 	default:
 		typ, value = bus.Modified, ev.Kv.Value
+		if ev.PrevKv != nil {
+			prev = ev.PrevKv.Value
+		}
 	}
 	obj, ok := storage.WithResourceVersion(value, rev)
 	if !ok {
@@ -73,7 +76,8 @@ func toMessage(prefix string, ev *clientv3.Event) (bus.Message, error) {
 	body = append(body, '}')
 	rv := strconv.FormatInt(rev, 10)
 	return bus.Message{
-		RoutingKey: bus.RoutingKey(resource, namespace, name, obj, typ),
+		// Routing compares the stored values, both without a resourceVersion.
+		RoutingKey: bus.RoutingKey(resource, namespace, name, value, prev, typ),
 		ID:         key + "@" + rv,
 		Body:       body,
 		Headers: map[string]string{

@@ -72,6 +72,15 @@ func TestToMessage(t *testing.T) {
 				`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"ns1","resourceVersion":"12","uid":"u1"},"spec":{"nodeName":"n.1","priority":9007199254740993}}`)},
 		},
 		{
+			name: "a pod's status-only change, told from the previous value",
+			ev: clientv3.Event{Type: clientv3.EventTypePut,
+				Kv:     kv("/registry/pods/ns1/web", `{"kind":"Pod","metadata":{"name":"web"},"spec":{"nodeName":"n.1"},"status":{"phase":"Running"}}`, 7, 11),
+				PrevKv: kv("/registry/pods/ns1/web", `{"kind":"Pod","metadata":{"name":"web"},"spec":{"nodeName":"n.1"},"status":{"phase":"Pending"}}`, 7, 10)},
+			wantKey: "pods.node.n_1.status",
+			want: bus.Event{Type: bus.Modified, Object: json.RawMessage(
+				`{"kind":"Pod","metadata":{"resourceVersion":"11","name":"web"},"spec":{"nodeName":"n.1"},"status":{"phase":"Running"}}`)},
+		},
+		{
 			name:    "object without metadata",
 			ev:      clientv3.Event{Type: clientv3.EventTypePut, Kv: kv("/registry/nodes/n1", `{"kind":"Node"}`, 3, 3)},
 			wantKey: "nodes.n1.added",

@@ -343,10 +343,11 @@ func (s *Scheduler) PodHandler() informer.Handler {
 			if !ok1 || !ok2 {
 				return
 			}
-			// Our own status write comes back as an update; only a change of what the pod
-			// asks for is worth an immediate retry.
-			s.podChanged(pod, !equality.Semantic.DeepEqual(oldPod.Spec, pod.Spec) ||
-				!equality.Semantic.DeepEqual(oldPod.Labels, pod.Labels) || oldPod.UID != pod.UID)
+			// Our own status write comes back as an update; only a change of what a waiting
+			// pod asks for is worth an immediate retry. (A bound pod is never queued, so the
+			// comparison, which costs more than the rest of the update, is skipped for it.)
+			s.podChanged(pod, pod.Spec.NodeName == "" && (oldPod.UID != pod.UID ||
+				!equality.Semantic.DeepEqual(oldPod.Spec, pod.Spec) || !equality.Semantic.DeepEqual(oldPod.Labels, pod.Labels)))
 		},
 		DeleteFunc: func(obj runtime.Object) {
 			pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
