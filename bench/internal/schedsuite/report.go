@@ -3,6 +3,7 @@ package schedsuite
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"minik8s.io/bench/internal/stats"
 )
@@ -31,5 +32,20 @@ func (r *Report) Print(w io.Writer) {
 			ratio = ph.Scheduler.Elapsed.Seconds() / ph.Baseline.Elapsed.Seconds()
 		}
 		fmt.Fprintf(w, "| %d | %.2f | %+.0f%% (goal < 30%%) | %v |\n", ph.Nodes, ratio, (ratio-1)*100, ph.Scheduler.PodsPerSecond() >= 1000)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CPU per pod bound, from the first create to the last binding seen (/proc):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| Nodes | System | apiserver (with etcd) | scheduler | hollow-node | RabbitMQ | bench | other | total |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	us := func(d time.Duration) string { return fmt.Sprintf("%d µs", d.Microseconds()) }
+	for _, ph := range r.Phases {
+		for _, row := range []struct {
+			name string
+			c    CPUPerPod
+		}{{"baseline", ph.Baseline.CPU}, {"scheduler", ph.Scheduler.CPU}} {
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", ph.Nodes, row.name, us(row.c.APIServer), us(row.c.Scheduler),
+				us(row.c.Hollow), us(row.c.RabbitMQ), us(row.c.Bench), us(row.c.Rest), us(row.c.Total()))
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/bench/internal/cluster"
+	"minik8s.io/bench/internal/procstat"
 	mclient "minik8s.io/shared/client"
 )
 
@@ -127,6 +128,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	if err := goBuild(ctx, hollow, "minik8s.io/kubelet/cmd/hollow-node"); err != nil {
 		return nil, err
 	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Config: cfg}
 	for _, n := range cfg.NodeCounts {
 		ph, err := runPhase(ctx, cfg, n, sched, hollow, log.With("nodes", n))
@@ -177,8 +183,9 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 	ph.Register = time.Since(start)
 	log.Info("hollow nodes ready", "took", ph.Register)
 
+	ps := procs{apiserver: proc.Pid, hollow: hollow.cmd.Process.Pid, rabbit: procstat.FindProcesses("beam.smp")}
 	// Baseline: the benchmark binds each pod to a random node as soon as it is created.
-	if ph.Baseline, err = measure(ctx, cfg, api, pods, "base", func(ctx context.Context, p *corev1.Pod) error {
+	if ph.Baseline, err = measure(ctx, cfg, api, pods, ps, "base", func(ctx context.Context, p *corev1.Pod) error {
 		return bind(ctx, api, pods, p, names[rand.IntN(len(names))])
 	}); err != nil {
 		return ph, fmt.Errorf("baseline: %w", err)
@@ -206,7 +213,8 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 		go profile(ctx, "http://"+debugAddr+"/debug/pprof/profile?seconds=10",
 			filepath.Join(cfg.ProfileDir, fmt.Sprintf("scheduler-%d.pprof", nodes)), log)
 	}
-	if ph.Scheduler, err = measure(ctx, cfg, api, pods, "sched", nil); err != nil {
+	ps.scheduler = sched.cmd.Process.Pid
+	if ph.Scheduler, err = measure(ctx, cfg, api, pods, ps, "sched", nil); err != nil {
 		return ph, fmt.Errorf("scheduler: %w", err)
 	}
 	log.Info("scheduler done", "pods_per_s", ph.Scheduler.PodsPerSecond(), "latency", ph.Scheduler.Latency.String())
@@ -274,7 +282,7 @@ func newPod(name string) *corev1.Pod {
 // a watch to see each bound. With bindFn nil the scheduler binds; otherwise BindWorkers
 // goroutines call bindFn on every created pod.
 func measure(ctx context.Context, cfg Config, api *mclient.Client, pods *mclient.Typed[*corev1.Pod, *corev1.PodList],
-	prefix string, bindFn func(context.Context, *corev1.Pod) error) (Result, error) {
+	ps procs, prefix string, bindFn func(context.Context, *corev1.Pod) error) (Result, error) {
 	tl := newTimeline(cfg.Pods)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -286,6 +294,7 @@ func measure(ctx context.Context, cfg Config, api *mclient.Client, pods *mclient
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- follow(w, prefix+"-", tl) }()
 
+	cpuFrom := ps.sample()
 	idx := make(chan int)
 	created := make(chan *corev1.Pod, 1024)
 	errs := make(chan error, cfg.Clients+cfg.BindWorkers)
@@ -360,7 +369,9 @@ feed:
 		r := tl.result()
 		return Result{}, fmt.Errorf("only %d of %d pods bound (unbound: %s): %w", r.Pods, cfg.Pods, unbound(pods, prefix), ctx.Err())
 	}
-	return tl.result(), nil
+	res := tl.result()
+	res.CPU = perPod(cpuFrom, ps.sample(), res.Pods)
+	return res, nil
 }
 
 // follow records the first event that shows each pod of the phase with a node.

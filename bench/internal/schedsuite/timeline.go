@@ -45,6 +45,7 @@ type Result struct {
 	Pods    int
 	Elapsed time.Duration // first create sent to last binding seen
 	Latency stats.Summary // create sent to binding seen, per pod
+	CPU     CPUPerPod     // from the first create to the last binding seen
 }
 
 // PodsPerSecond is the binding throughput.
