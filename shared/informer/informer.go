@@ -98,10 +98,15 @@ type Config struct {
 	// and the informer relists every RelistPeriod and on RequestRelist as a safety net.
 	NoWatch      bool
 	RelistPeriod time.Duration
-	MinBackoff   time.Duration
-	MaxBackoff   time.Duration
-	Clock        clock.Clock
-	Logger       *slog.Logger
+	// FirstListWait, with NoWatch, lets the first list wait up to this long for RequestRelist.
+	// A bus consumer requests a relist once its queue is bound (OnConnect); a list begun after
+	// that misses no change, while one begun before it needs a second, which for thousands of
+	// objects costs the apiserver and the informer more than the wait. 0 lists at once.
+	FirstListWait time.Duration
+	MinBackoff    time.Duration
+	MaxBackoff    time.Duration
+	Clock         clock.Clock
+	Logger        *slog.Logger
 }
 
 // Informer keeps a Store in step with the API and calls handlers on changes. Build it with New,
@@ -236,6 +241,9 @@ func (i *Informer) Start(ctx context.Context) error {
 
 // reflect is the list/watch loop.
 func (i *Informer) reflect(ctx context.Context) {
+	if i.cfg.NoWatch && i.cfg.FirstListWait > 0 && !i.sleep(ctx, i.cfg.FirstListWait, true) {
+		return
+	}
 	failures := 0
 	for ctx.Err() == nil {
 		if failures > 0 && !i.sleep(ctx, i.backoff(failures), false) {
@@ -277,6 +285,11 @@ func (i *Informer) reflect(ctx context.Context) {
 }
 
 func (i *Informer) list(ctx context.Context) (string, error) {
+	// A relist requested before this list begins is answered by it.
+	select {
+	case <-i.relist:
+	default:
+	}
 	opts := i.cfg.ListOptions
 	opts.ResourceVersion, opts.Watch = "", false
 	list, err := i.cfg.ListerWatcher.List(ctx, opts)

@@ -287,6 +287,55 @@ func TestBusModeAppliesAndRelistsOnRequest(t *testing.T) {
 	}
 }
 
+// With FirstListWait the first list waits for the bus's relist request and answers it: one
+// list at start, not two; without a request it lists once the wait is over.
+func TestFirstListWaitsForTheBus(t *testing.T) {
+	t.Run("request", func(t *testing.T) {
+		lw := newFakeLW("10", pod("ns", "a", "5", ""))
+		fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+		inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute,
+			FirstListWait: 10 * time.Second, Clock: fc})
+		start(t, inf)
+		eventually(t, "waiting for the first list", func() bool { return fc.Waiters() > 0 })
+		if n := lw.lists(); n != 0 {
+			t.Fatalf("listed %d times before the bus asked", n)
+		}
+		inf.RequestRelist()
+		eventually(t, "HasSynced", inf.HasSynced)
+		// The informer is back asleep until the periodic relist: nothing else listed.
+		eventually(t, "relist timer", func() bool { return fc.Waiters() > 0 })
+		if n := lw.lists(); n != 1 {
+			t.Errorf("lists after the bus's request = %d, want 1", n)
+		}
+		fc.Step(time.Minute)
+		eventually(t, "periodic relist", func() bool { return lw.lists() == 2 })
+	})
+	t.Run("no request", func(t *testing.T) {
+		lw := newFakeLW("10", pod("ns", "a", "5", ""))
+		fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+		inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute,
+			FirstListWait: 10 * time.Second, Clock: fc})
+		start(t, inf)
+		eventually(t, "waiting for the first list", func() bool { return fc.Waiters() > 0 })
+		fc.Step(10 * time.Second)
+		eventually(t, "HasSynced without the bus", inf.HasSynced)
+	})
+}
+
+// A relist requested while a list is still to begin is answered by that list.
+func TestRelistRequestBeforeAListIsAnsweredByIt(t *testing.T) {
+	lw := newFakeLW("10", pod("ns", "a", "5", ""))
+	fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute, Clock: fc})
+	inf.RequestRelist() // before Start: the first list covers it
+	start(t, inf)
+	eventually(t, "HasSynced", inf.HasSynced)
+	eventually(t, "relist timer", func() bool { return fc.Waiters() > 0 })
+	if n := lw.lists(); n != 1 {
+		t.Errorf("lists = %d, want 1", n)
+	}
+}
+
 func TestResyncAndLateHandler(t *testing.T) {
 	lw := newFakeLW("10", pod("ns", "a", "5", ""))
 	fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -105,7 +105,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	cl = cl.WithLogger(log)
 	recorder := record.New(record.Config{Component: "controller-manager", Host: cfg.Identity, Sink: record.NewAPISink(cl), Logger: log})
-	factory := informers.New(informers.ClientSource(cl), informers.Config{RelistPeriod: cfg.RelistPeriod, Logger: log.With("part", "informers")})
+	factory := informers.New(informers.ClientSource(cl), informers.Config{RelistPeriod: cfg.RelistPeriod,
+		// The bus consumer's OnConnect relists every cache once its queue is bound; the
+		// first lists wait for it rather than list twice.
+		FirstListWait: 5 * time.Second, Logger: log.With("part", "informers")})
 	cctx := &Context{Config: cfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
 	// Controllers are built before the informers start: they ask for the caches they read.
 	controllersGroup := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}

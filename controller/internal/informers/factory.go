@@ -52,8 +52,11 @@ func ClientSource(c *client.Client) Source {
 type Config struct {
 	// RelistPeriod is the safety net under the bus: every cache is relisted this often.
 	RelistPeriod time.Duration
-	Clock        clock.Clock
-	Logger       *slog.Logger
+	// FirstListWait lets each cache's first list wait for the bus's relist request (see
+	// informer.Config.FirstListWait); 0 lists at once.
+	FirstListWait time.Duration
+	Clock         clock.Clock
+	Logger        *slog.Logger
 }
 
 // Factory makes and runs the shared informers. Ask for every informer before Start.
@@ -111,7 +114,7 @@ func (f *Factory) For(resource string, indexers informer.Indexers) *informer.Inf
 	}
 	inf := informer.New(informer.Config{
 		Name: resource, ListerWatcher: lw, Indexers: indexers,
-		NoWatch: true, RelistPeriod: f.cfg.RelistPeriod, Clock: f.cfg.Clock, Logger: f.cfg.Logger,
+		NoWatch: true, RelistPeriod: f.cfg.RelistPeriod, FirstListWait: f.cfg.FirstListWait, Clock: f.cfg.Clock, Logger: f.cfg.Logger,
 	})
 	f.informers[resource] = inf
 	if res, err := scheme.Lookup(resource); err == nil {

@@ -95,6 +95,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// firstListWait bounds how long the first list waits for the bus (see
+// informer.Config.FirstListWait): without a broker, the scheduler starts from the API alone.
+const firstListWait = 5 * time.Second
+
 // apiWriter binds pods and writes their status through the REST client.
 type apiWriter struct {
 	cl   *client.Client
@@ -140,12 +144,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	nodes := client.MustFor[*corev1.Node, *corev1.NodeList](cl)
 	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl)
 
-	// The bus brings changes; the informers only list, on start, on every reconnect and
-	// every RelistPeriod, so a lost message is repaired.
+	// The bus brings changes; the informers only list, on every (re)connect and every
+	// RelistPeriod, so a lost message is repaired. The first list waits for the bus's queue
+	// to be bound, so that it is also the connect's relist.
 	podInf := informer.New(informer.Config{Name: "pods", ListerWatcher: informer.ForNamespace(pods, ""),
-		NoWatch: true, RelistPeriod: cfg.RelistPeriod, Logger: log})
+		NoWatch: true, RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log})
 	nodeInf := informer.New(informer.Config{Name: "nodes", ListerWatcher: informer.ForNamespace(nodes, ""),
-		NoWatch: true, RelistPeriod: cfg.RelistPeriod, Logger: log})
+		NoWatch: true, RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log})
 
 	host, _ := os.Hostname()
 	if cfg.Identity == "" {
