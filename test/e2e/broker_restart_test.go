@@ -47,8 +47,8 @@ func TestBusAcrossBrokerRestart(t *testing.T) {
 	checkBus(t, srv, rec, from, ours)
 }
 
-// restartBroker stops and starts the RabbitMQ application; durable queues and persistent
-// messages survive, connections do not.
+// restartBroker stops and starts the RabbitMQ application; durable queues and their bindings
+// survive, connections and (transient) queued messages do not.
 func restartBroker(t *testing.T) {
 	t.Helper()
 	for _, args := range [][]string{{"stop_app"}, {"start_app"}, {"await_startup"}} {

@@ -101,8 +101,11 @@ func (b *Bus) declareExchange(ch *amqp.Channel) error {
 	return nil
 }
 
-// Publish implements bus.Publisher: every message is sent persistent, then each confirm is
-// awaited. It reconnects when the connection is gone or an earlier send failed.
+// Publish implements bus.Publisher: every message is sent, transient, then each confirm is
+// awaited. It reconnects when the connection is gone or an earlier send failed. Transient,
+// because every consumer relists on every (re)connect, and a broker restart, the only thing
+// persistence guards against, reconnects them all; persisting cost the broker a disk write
+// per message and queue (docs/bus.md, Guarantees).
 func (b *Bus) Publish(ctx context.Context, msgs ...bus.Message) error {
 	b.mu.Lock()
 	if b.broken {
@@ -141,7 +144,7 @@ func (b *Bus) sendLocked(ctx context.Context, ch *amqp.Channel, msgs []bus.Messa
 	for _, m := range msgs {
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, b.cfg.Exchange, m.RoutingKey, false, false, amqp.Publishing{
 			ContentType:  "application/json",
-			DeliveryMode: amqp.Persistent,
+			DeliveryMode: amqp.Transient,
 			MessageId:    m.ID,
 			Timestamp:    now,
 			Headers:      toTable(m.Headers),

@@ -104,7 +104,7 @@ func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subs
 	// Acks are coalesced: one ack with multiple=true covers every delivery handled so far.
 	// They go out when half the prefetch window is handled, so the broker never stalls for
 	// want of acks, or once no delivery has come for ackDelay. Measured on RabbitMQ 3.10 with
-	// persistent messages, an ack per message costs the broker about 15 µs of its 80 µs per
+	// persistent messages, an ack per message cost the broker about 15 µs of its 80 µs per
 	// message; flushing whenever the channel ran dry still acked one by one at a few thousand
 	// messages a second, because deliveries arrive spread out.
 	var lastTag uint64
