@@ -96,7 +96,7 @@ func NodeReady(_ *PodInfo, n *NodeInfo) []string {
 // NodeUnschedulable rejects a cordoned node unless the pod tolerates the unschedulable taint
 // (as DaemonSet pods do).
 func NodeUnschedulable(p *PodInfo, n *NodeInfo) []string {
-	if !n.Node.Spec.Unschedulable {
+	if !n.Unschedulable() {
 		return nil
 	}
 	taint := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
@@ -109,6 +109,9 @@ func NodeUnschedulable(p *PodInfo, n *NodeInfo) []string {
 // NodeAffinity checks spec.nodeSelector and the required node affinity; both must hold.
 func NodeAffinity(p *PodInfo, n *NodeInfo) []string {
 	pod := p.Pod
+	if len(pod.Spec.NodeSelector) == 0 && pod.Spec.Affinity == nil {
+		return nil // the common case, decided without touching the node
+	}
 	for k, v := range pod.Spec.NodeSelector {
 		if got, ok := n.Node.Labels[k]; !ok || got != v {
 			return []string{ReasonNodeAffinity}
@@ -186,10 +189,7 @@ func matchRequirement(r corev1.NodeSelectorRequirement, v string, has bool) bool
 // TaintToleration rejects a node with a NoSchedule or NoExecute taint the pod does not
 // tolerate. PreferNoSchedule is a preference, not a filter.
 func TaintToleration(p *PodInfo, n *NodeInfo) []string {
-	for _, t := range n.Node.Spec.Taints {
-		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
+	for _, t := range n.SchedulingTaints() {
 		if !tolerates(p.Pod.Spec.Tolerations, t) {
 			return []string{TaintReason(t)}
 		}

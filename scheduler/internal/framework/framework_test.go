@@ -205,6 +205,17 @@ func TestNodeInfoFactsFollowNodeUpdates(t *testing.T) {
 	if got := RunFilters(DefaultFilters(), pod("p", requests("200m", "")), ni); got != nil {
 		t.Fatalf("after the node grew to 2 CPUs: reasons %v, want none", got)
 	}
+	ni.Node = node("n", func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	if got := RunFilters(DefaultFilters(), pod("p"), ni); !cmp.Equal(got, []string{ReasonUnschedulable}) {
+		t.Fatalf("after cordon: reasons %v, want %v", got, []string{ReasonUnschedulable})
+	}
+	taint := corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}
+	ni.Node = node("n", func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}, taint}
+	})
+	if got := RunFilters(DefaultFilters(), pod("p"), ni); !cmp.Equal(got, []string{TaintReason(taint)}) {
+		t.Fatalf("after uncordon and a taint: reasons %v, want %v", got, []string{TaintReason(taint)})
+	}
 }
 
 func TestFitErrorMessage(t *testing.T) {
@@ -434,7 +445,10 @@ func TestFindFeasible(t *testing.T) {
 		t.Errorf("want 0 found %d after %d, want all 6 after 10", len(got), examined)
 	}
 	for _, n := range nodes {
-		n.Node.Spec.Unschedulable = true
+		// An update brings a new Node object, as the cache's SetNode does.
+		cordoned := n.Node.DeepCopy()
+		cordoned.Spec.Unschedulable = true
+		n.Node = cordoned
 	}
 	_, examined, err = FindFeasible(filters, pod("p"), nodes, 4, 2)
 	var fe *FitError

@@ -80,10 +80,12 @@ type NodeInfo struct {
 	// strategy asks them for hundreds of nodes per pod, and parsing quantities or walking
 	// conditions that often costs more than the scheduling itself. A Node is never changed in
 	// place (an update brings a new object), so the pointer says when they are stale.
-	factsFor  *corev1.Node
-	alloc     Resources
-	allocPods int64
-	ready     bool
+	factsFor      *corev1.Node
+	alloc         Resources
+	allocPods     int64
+	ready         bool
+	unschedulable bool
+	taints        []corev1.Taint // the NoSchedule and NoExecute ones, which filters look at
 }
 
 // Name is the node's name.
@@ -136,7 +138,8 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	out := &NodeInfo{Node: n.Node, Requested: n.Requested.Clone(), Pods: n.Pods,
 		PodsByOwner: make(map[types.UID]int, len(n.PodsByOwner)), Ports: append([]HostPort(nil), n.Ports...),
-		factsFor: n.factsFor, alloc: n.alloc, allocPods: n.allocPods, ready: n.ready}
+		factsFor: n.factsFor, alloc: n.alloc, allocPods: n.allocPods, ready: n.ready,
+		unschedulable: n.unschedulable, taints: n.taints}
 	if n.Usage != nil {
 		u := *n.Usage
 		out.Usage = &u
@@ -161,11 +164,31 @@ func (n *NodeInfo) Ready() bool {
 	return n.ready
 }
 
+// Unschedulable reports whether the node is cordoned (spec.unschedulable).
+func (n *NodeInfo) Unschedulable() bool {
+	n.facts()
+	return n.unschedulable
+}
+
+// SchedulingTaints are the node's NoSchedule and NoExecute taints, the ones a pod must
+// tolerate to land there. The slice is shared: read it, do not change it.
+func (n *NodeInfo) SchedulingTaints() []corev1.Taint {
+	n.facts()
+	return n.taints
+}
+
 func (n *NodeInfo) facts() {
 	if n.factsFor == n.Node {
 		return
 	}
 	n.alloc, n.allocPods = allocatable(n.Node)
+	n.unschedulable = n.Node.Spec.Unschedulable
+	n.taints = nil
+	for _, t := range n.Node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			n.taints = append(n.taints, t)
+		}
+	}
 	n.ready = false
 	for _, c := range n.Node.Status.Conditions {
 		if c.Type == corev1.NodeReady {

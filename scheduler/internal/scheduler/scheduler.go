@@ -199,7 +199,6 @@ type bindJob struct {
 // binding still to make, or false when there is none.
 func (s *Scheduler) process(ctx context.Context, key string) (bindJob, bool) {
 	ns, name := informer.SplitKey(key)
-	log := s.log.With("pod", key)
 	pod, err := s.cfg.Pods.Get(ns, name)
 	if err != nil || !Responsible(pod) {
 		// Deleted, bound by someone, or not ours: nothing to do.
@@ -216,7 +215,7 @@ func (s *Scheduler) process(ctx context.Context, key string) (bindJob, bool) {
 	}
 	feasible, err := s.findFeasible(pod)
 	if err != nil {
-		log.Debug("unschedulable", "reason", err.Error())
+		s.log.Debug("unschedulable", "pod", key, "reason", err.Error())
 		s.unschedulable(ctx, pod, err.Error())
 		s.cfg.Queue.Unschedulable(key)
 		return bindJob{}, false
@@ -253,20 +252,21 @@ func (s *Scheduler) findFeasible(pod *corev1.Pod) ([]*framework.NodeInfo, error)
 // bind makes the binding of an assumed pod, and forgets the assumption when it fails.
 func (s *Scheduler) bind(ctx context.Context, j bindJob) {
 	pod, node, key := j.pod, j.node, j.key
-	log := s.log.With("pod", key)
+	// No s.log.With per pod: it copies the logger's attributes, for lines that are mostly
+	// below the level.
 	err := s.cfg.API.Bind(ctx, pod, node)
 	switch {
 	case err == nil:
-		log.Debug("bound", "node", node)
+		s.log.Debug("bound", "pod", key, "node", node)
 		s.cfg.Queue.Forget(key)
 		s.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	case errors.Is(err, apierror.ErrConflict), errors.Is(err, apierror.ErrNotFound):
 		// Bound by another scheduler already, or gone: the informer will tell us which.
-		log.Debug("binding refused", "node", node, "err", err)
+		s.log.Debug("binding refused", "pod", key, "node", node, "err", err)
 		s.cfg.Cache.Forget(pod.Namespace, pod.Name)
 		s.cfg.Queue.Forget(key)
 	default:
-		log.Warn("binding failed", "node", node, "err", err)
+		s.log.Warn("binding failed", "pod", key, "node", node, "err", err)
 		s.cfg.Cache.Forget(pod.Namespace, pod.Name)
 		s.cfg.Queue.Retry(key)
 	}
