@@ -37,7 +37,7 @@ func main() {
 	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
-	fs.StringVar(&scfg.ProfileDir, "sched-profile", "", "write a 10 s CPU profile of the scheduler, taken while it binds, to this directory")
+	fs.StringVar(&scfg.ProfileDir, "sched-profile", "", "write a 5 s CPU profile of the scheduler, taken while it binds, to this directory")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
 	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
 	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")

@@ -40,7 +40,7 @@ type Config struct {
 	// scheduler's pool does.
 	Clients     int
 	BindWorkers int
-	// ProfileDir, when set, receives scheduler-<nodes>.pprof: 10 s of the scheduler's CPU
+	// ProfileDir, when set, receives scheduler-<nodes>.pprof: 5 s of the scheduler's CPU
 	// profile, taken while it binds.
 	ProfileDir string
 }
@@ -210,7 +210,7 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 		return ph, err
 	}
 	if debugAddr != "" {
-		go profile(ctx, "http://"+debugAddr+"/debug/pprof/profile?seconds=10",
+		go profile(ctx, "http://"+debugAddr+"/debug/pprof/profile?seconds=5",
 			filepath.Join(cfg.ProfileDir, fmt.Sprintf("scheduler-%d.pprof", nodes)), log)
 	}
 	ps.scheduler = sched.cmd.Process.Pid
