@@ -97,6 +97,11 @@ type Subscription struct {
 	Queue string
 	// Bindings are the topic patterns bound to Exchange; see Bindings.
 	Bindings []string
+	// Unbind are patterns removed from the queue on every connect: bindings an older version
+	// made that the queue no longer wants. A durable queue keeps its bindings across
+	// consumers, so without this an upgraded consumer would keep receiving what it dropped.
+	// Unbinding a pattern that is not bound is not an error.
+	Unbind []string
 	// Prefetch bounds the unacknowledged deliveries in flight; 0 means
 	// DefaultPrefetch.
 	Prefetch int

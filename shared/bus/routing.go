@@ -106,6 +106,16 @@ func statusOnly(pod *podShape, prev json.RawMessage) bool {
 
 func terminal(phase string) bool { return phase == "Succeeded" || phase == "Failed" }
 
+// RetiredBindings returns the patterns a queue had in an earlier version and must lose (see
+// Subscription.Unbind).
+func RetiredBindings(queue string) []string {
+	if queue == QueueScheduler {
+		// Before status-only pod changes had a word of their own, the scheduler took them all.
+		return []string{"pods.#"}
+	}
+	return nil
+}
+
 // controllerResources are the resources the controller-manager reconciles or
 // watches for its controllers (ReplicaSet, Deployment, HPA, Job, Endpoints,
 // garbage collector, node lifecycle, Ingress, PV binding).

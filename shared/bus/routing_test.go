@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -179,5 +180,21 @@ func TestBackoffDelay(t *testing.T) {
 				t.Fatalf("Delay(%d) = %v, want in [%v, %v]", tt.attempt, d, tt.min, tt.max)
 			}
 		}
+	}
+}
+
+// A retired pattern must not be one the queue still binds: unbinding it on connect would
+// drop what the queue wants.
+func TestRetiredBindingsAreNotBound(t *testing.T) {
+	for _, q := range []string{bus.QueueScheduler, bus.QueueControllerManager, bus.QueueServerless, bus.KubeletQueue("n1"), bus.KubeproxyQueue("n1")} {
+		bound, _ := bus.Bindings(q)
+		for _, p := range bus.RetiredBindings(q) {
+			if slices.Contains(bound, p) {
+				t.Errorf("queue %s: retired pattern %q is still in its bindings", q, p)
+			}
+		}
+	}
+	if len(bus.RetiredBindings(bus.QueueScheduler)) == 0 {
+		t.Errorf("the scheduler queue's old pods.# binding is not retired")
 	}
 }

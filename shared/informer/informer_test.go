@@ -336,6 +336,40 @@ func TestRelistRequestBeforeAListIsAnsweredByIt(t *testing.T) {
 	}
 }
 
+// A relist requested while a list is under way is not answered by it (the list may have read
+// the store before the change the request is about): another list follows.
+func TestRelistRequestDuringAListListsAgain(t *testing.T) {
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	lw := ListWatchFuncs{ListFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		entered <- struct{}{}
+		if first {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}}, nil
+	}}
+	fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Hour, Clock: fc})
+	start(t, inf)
+	<-entered // the first list has begun
+	inf.RequestRelist()
+	close(release)
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a relist requested during a list was lost: no second list")
+	}
+}
+
 func TestResyncAndLateHandler(t *testing.T) {
 	lw := newFakeLW("10", pod("ns", "a", "5", ""))
 	fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))

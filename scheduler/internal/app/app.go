@@ -208,7 +208,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g.Add("recorder", recorder)
 	g.Add("pods-informer", podInf)
 	g.Add("nodes-informer", nodeInf)
-	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Handler: handle,
+	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: handle,
 		OnConnect: func(context.Context) error {
 			podInf.RequestRelist()
 			nodeInf.RequestRelist()

@@ -102,11 +102,13 @@ func (c *Cache) SetNode(node *corev1.Node) {
 	}
 	if ni, ok := c.nodes[node.Name]; ok {
 		ni.Node, ni.Usage = node, usage
+		ni.Ready() // works out the node's facts here once, for every snapshot copy to inherit
 		c.touchLocked(node.Name)
 		return
 	}
 	ni := framework.NewNodeInfo(node)
 	ni.Usage = usage
+	ni.Ready()
 	for k := range c.byNode[node.Name] {
 		ni.AddPod(c.pods[k].pod)
 	}

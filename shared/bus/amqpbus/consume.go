@@ -68,6 +68,12 @@ func (b *Bus) session(ctx context.Context, sub bus.Subscription, attempts map[st
 			return false, fmt.Errorf("bind queue %s to %s: %w", sub.Queue, p, err)
 		}
 	}
+	for _, p := range sub.Unbind {
+		// RabbitMQ answers unbind-ok for a binding that does not exist.
+		if err := ch.QueueUnbind(sub.Queue, p, b.cfg.Exchange, nil); err != nil {
+			return false, fmt.Errorf("unbind queue %s from %s: %w", sub.Queue, p, err)
+		}
+	}
 	// Bound before the hook runs: whatever changes after the relist starts is
 	// already queued for us.
 	if sub.OnConnect != nil {
@@ -103,7 +109,8 @@ func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subs
 	}
 	// Acks are coalesced: one ack with multiple=true covers every delivery handled so far.
 	// They go out when half the prefetch window is handled, so the broker never stalls for
-	// want of acks, or once no delivery has come for ackDelay. Measured on RabbitMQ 3.10 with
+	// want of acks, or ackDelay after the consumer first found no delivery waiting (the timer
+	// is not pushed back by later deliveries, so an ack never waits longer than that). Measured on RabbitMQ 3.10 with
 	// persistent messages, an ack per message cost the broker about 15 µs of its 80 µs per
 	// message; flushing whenever the channel ran dry still acked one by one at a few thousand
 	// messages a second, because deliveries arrive spread out.

@@ -47,6 +47,7 @@ func Run(t *testing.T, newEnv Factory) {
 	t.Run("RedeliversInOrderOnHandlerError", func(t *testing.T) { testRedelivery(t, newEnv(t)) })
 	t.Run("DropsAfterMaxAttempts", func(t *testing.T) { testMaxAttempts(t, newEnv(t)) })
 	t.Run("QueueSurvivesConsumerRestart", func(t *testing.T) { testDurable(t, newEnv(t)) })
+	t.Run("UnbindDropsAnOlderVersionsBinding", func(t *testing.T) { testUnbind(t, newEnv(t)) })
 	t.Run("OnConnectAfterForcedDisconnect", func(t *testing.T) { testReconnect(t, newEnv(t)) })
 	t.Run("PreservesPerKeyOrder", func(t *testing.T) { testOrder(t, newEnv(t)) })
 }
@@ -350,6 +351,24 @@ func testDurable(t *testing.T, env Env) {
 	}
 	if diff := cmp.Diff([]string{"a"}, first.okIDs()); diff != "" {
 		t.Errorf("first consumer (-want +got):\n%s", diff)
+	}
+}
+
+// A consumer that narrowed its bindings unbinds the old, wider pattern, which the durable
+// queue would otherwise keep; unbinding a pattern that is not bound is no error.
+func testUnbind(t *testing.T, env Env) {
+	q := QueueName(t, "q")
+	old := &recorder{}
+	stop := consume(t, env.Bus, bus.Subscription{Queue: q, Bindings: []string{"u.#"}}, old, nil)
+	stop()
+
+	narrowed := &recorder{}
+	consume(t, env.Bus, bus.Subscription{Queue: q, Bindings: []string{"u.keep", "fence.#"},
+		Unbind: []string{"u.#", "never.bound"}}, narrowed, nil)
+	publish(t, env.Bus, msg("u.drop", "dropped"), msg("u.keep", "kept"), msg("fence.x", "fence"))
+	waitFor(t, "fence", func() bool { return slices.Contains(narrowed.okIDs(), "fence") })
+	if diff := cmp.Diff([]string{"kept", "fence"}, narrowed.okIDs()); diff != "" {
+		t.Errorf("after unbinding u.# (-want +got):\n%s", diff)
 	}
 }
 

@@ -157,6 +157,9 @@ func (b *Bus) declare(sub bus.Subscription) int {
 	for _, p := range sub.Bindings {
 		q.bindings[p] = struct{}{}
 	}
+	for _, p := range sub.Unbind {
+		delete(q.bindings, p)
+	}
 	return b.gen
 }
 
