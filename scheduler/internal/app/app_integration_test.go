@@ -128,7 +128,9 @@ func startScheduler(t *testing.T, home, amqpURL, identity string, logs *syncBuff
 	go func() {
 		done <- Run(ctx, Config{Kubeconfig: filepath.Join(home, "kubeconfigs", "scheduler.kubeconfig"), AMQPURL: amqpURL,
 			Strategy: "roundrobin", LeaderElect: true, Identity: identity, LeaseNamespace: "kube-system",
-			LeaseName: "kube-scheduler", RelistPeriod: time.Minute, ShutdownTimeout: 15 * time.Second}, log)
+			// Longer than any wait here: what the tests see came through the bus, not the
+			// periodic relist that would repair a missed message.
+			LeaseName: "kube-scheduler", RelistPeriod: 10 * time.Minute, ShutdownTimeout: 15 * time.Second}, log)
 	}()
 	var once sync.Once
 	stop = func() {
@@ -245,12 +247,74 @@ func TestSchedulerOnRealAPIServer(t *testing.T) {
 		}
 	})
 
+	// The scheduler's queue skips bound pods' status-only changes; finishing is not one of
+	// them, since a pod that Succeeded takes no room any more.
+	t.Run("a pod that finishes frees its room", func(t *testing.T) {
+		ctx := t.Context()
+		n, err := c.nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-small", Labels: map[string]string{"size": "small"}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"),
+			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		n.Status.Allocatable = n.Status.Capacity
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if _, err := c.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		big := func(name string) {
+			_, err := c.pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{"size": "small"}, RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "minik8s/pause:1.0", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("800m")}}}}}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create pod %s: %v", name, err)
+			}
+		}
+		big("big-1")
+		if got := c.boundTo("big-1")["big-1"]; got != "node-small" {
+			t.Fatalf("big-1 went to %s, want node-small", got)
+		}
+		big("big-2")
+		pendingFor := func(reason string) func() bool {
+			return func() bool {
+				p, err := c.pods.Get(ctx, "default", "big-2", metav1.GetOptions{})
+				if err != nil || p.Spec.NodeName != "" {
+					return false
+				}
+				for _, cond := range p.Status.Conditions {
+					if cond.Type == corev1.PodScheduled && strings.Contains(cond.Message, reason) {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		eventually(t, "big-2 Pending for want of CPU", pendingFor("Insufficient cpu"))
+		for _, phase := range []corev1.PodPhase{corev1.PodRunning, corev1.PodSucceeded} {
+			patch := []byte(`{"status":{"phase":"` + phase + `"}}`)
+			if _, err := c.pods.Patch(ctx, "default", "big-1", types.MergePatchType, patch, "status"); err != nil {
+				t.Fatalf("big-1 status %s: %v", phase, err)
+			}
+		}
+		if got := c.boundTo("big-2")["big-2"]; got != "node-small" {
+			t.Errorf("big-2 went to %s after big-1 finished, want node-small", got)
+		}
+		// Out of the way of the next test, which expects node-a to be the only choice.
+		if _, err := c.nodes.Patch(ctx, "", "node-small", types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("only the leader binds; the standby takes over", func(t *testing.T) {
 		if got := logsB.count(`msg=bound`); got != 0 {
 			t.Fatalf("the standby bound %d pods", got)
 		}
 		// Bind workers log after the API has the binding; wait for the lines, not just the pods.
-		eventually(t, "the leader to log its 7 bindings", func() bool { return logsA.count(`msg=bound`) == 7 })
+		// 4 round-robin pods, 3 while node-b was cordoned, big-1 and big-2.
+		const byLeader = 9
+		eventually(t, "the leader to log its bindings", func() bool { return logsA.count(`msg=bound`) == byLeader })
 		stopA() // releases the lease
 		eventually(t, "sched-b to lead", func() bool { return c.holder() == "sched-b" })
 		c.pod("after-failover", nil)
@@ -259,8 +323,8 @@ func TestSchedulerOnRealAPIServer(t *testing.T) {
 		}
 		// The binding is visible in the API before the scheduler's log line is written.
 		eventually(t, "the new leader to log its binding", func() bool { return logsB.count(`msg=bound`) == 1 })
-		if got := logsA.count(`msg=bound`); got != 7 {
-			t.Errorf("the stopped leader logged %d bindings, want still 7", got)
+		if got := logsA.count(`msg=bound`); got != byLeader {
+			t.Errorf("the stopped leader logged %d bindings, want still %d", got, byLeader)
 		}
 	})
 }
