@@ -125,12 +125,30 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 
 // Event records an event with a fixed message.
 func (r *Recorder) Event(obj runtime.Object, eventType, reason, message string) {
+	if r.full() {
+		return
+	}
 	r.record(obj, eventType, reason, message)
+}
+
+// full drops an event at once when the buffer has no room, before it is formatted: a
+// throttled component (the scheduler reports each of a thousand bindings a second and writes
+// fifty) would otherwise build every event only to drop it. record checks again, since the
+// buffer may fill in between.
+func (r *Recorder) full() bool {
+	if len(r.queue) < cap(r.queue) {
+		return false
+	}
+	r.dropped.Add(1)
+	return true
 }
 
 // Eventf records an event about obj. eventType is corev1.EventTypeNormal or
 // corev1.EventTypeWarning; reason is a short UpperCamelCase word. It never blocks.
 func (r *Recorder) Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any) {
+	if r.full() {
+		return
+	}
 	r.record(obj, eventType, reason, fmt.Sprintf(messageFmt, args...))
 }
 
