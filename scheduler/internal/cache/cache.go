@@ -155,11 +155,11 @@ func (c *Cache) RemovePod(namespace, name string) {
 func (c *Cache) Assume(pod *corev1.Pod, node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := pod.DeepCopy()
-	p.Spec.NodeName = node
-	k := key(p)
+	// The pod is kept as given, not copied with its node set: the entry carries the node, and
+	// the pod (the informer's object) is only read.
+	k := key(pod)
 	c.removeLocked(k)
-	c.addLocked(k, podEntry{pod: p, node: node, assumed: true, deadline: c.clock.Now().Add(c.ttl)})
+	c.addLocked(k, podEntry{pod: pod, node: node, assumed: true, deadline: c.clock.Now().Add(c.ttl)})
 }
 
 // Forget drops an assumption (a failed bind); a confirmed pod is left alone.
