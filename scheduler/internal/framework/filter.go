@@ -312,10 +312,11 @@ func (e *FitError) Error() string {
 
 // FindFeasible runs the filters over nodes from index start on, wrapping around, and stops
 // once want nodes passed (want <= 0: look at every node). It returns the nodes that passed,
-// in the order met, and how many nodes it looked at; or a *FitError when none passes, which
-// it only knows having looked at them all.
-func FindFeasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo, start, want int) ([]*NodeInfo, int, error) {
-	var ok []*NodeInfo
+// in the order met, appended to buf[:0] (pass nil, or the previous result to reuse its
+// array), and how many nodes it looked at; or a *FitError when none passes, which it only
+// knows having looked at them all.
+func FindFeasible(buf []*NodeInfo, filters []Filter, pod *corev1.Pod, nodes []*NodeInfo, start, want int) ([]*NodeInfo, int, error) {
+	ok := buf[:0]
 	var failed map[string][]string
 	n := len(nodes)
 	if want <= 0 || want > n {

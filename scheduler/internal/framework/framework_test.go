@@ -243,7 +243,7 @@ func TestFitErrorMessage(t *testing.T) {
 
 // feasible is FindFeasible over every node.
 func feasible(filters []Filter, pod *corev1.Pod, nodes []*NodeInfo) ([]*NodeInfo, error) {
-	ok, _, err := FindFeasible(filters, pod, nodes, 0, 0)
+	ok, _, err := FindFeasible(nil, filters, pod, nodes, 0, 0)
 	return ok, err
 }
 
@@ -429,18 +429,18 @@ func TestFindFeasible(t *testing.T) {
 		return out
 	}
 	filters := DefaultFilters()
-	got, examined, err := FindFeasible(filters, pod("p"), nodes, 5, 3)
+	got, examined, err := FindFeasible(nil, filters, pod("p"), nodes, 5, 3)
 	if err != nil || examined != 4 {
 		t.Fatalf("FindFeasible from 5 for 3 = %v, examined %d, %v; want 4 examined", names(got), examined, err)
 	}
 	if diff := cmp.Diff([]string{"n5", "n7", "n8"}, names(got)); diff != "" {
 		t.Errorf("found (-want +got):\n%s", diff)
 	}
-	got, examined, _ = FindFeasible(filters, pod("p"), nodes, 8, 3)
+	got, examined, _ = FindFeasible(nil, filters, pod("p"), nodes, 8, 3)
 	if diff := cmp.Diff([]string{"n8", "n1", "n2"}, names(got)); diff != "" || examined != 5 {
 		t.Errorf("wrapping search found %v after %d, want n8 n1 n2 after 5", names(got), examined)
 	}
-	got, examined, _ = FindFeasible(filters, pod("p"), nodes, 0, 0)
+	got, examined, _ = FindFeasible(nil, filters, pod("p"), nodes, 0, 0)
 	if len(got) != 6 || examined != 10 {
 		t.Errorf("want 0 found %d after %d, want all 6 after 10", len(got), examined)
 	}
@@ -450,7 +450,7 @@ func TestFindFeasible(t *testing.T) {
 		cordoned.Spec.Unschedulable = true
 		n.Node = cordoned
 	}
-	_, examined, err = FindFeasible(filters, pod("p"), nodes, 4, 2)
+	_, examined, err = FindFeasible(nil, filters, pod("p"), nodes, 4, 2)
 	var fe *FitError
 	if !errors.As(err, &fe) || examined != 10 || len(fe.Failed) != 10 || fe.NumNodes != 10 {
 		t.Fatalf("no feasible node: err %v after %d; want a FitError counting all 10", err, examined)
@@ -474,7 +474,7 @@ func TestRoundRobinSampleMatchesFullSearch(t *testing.T) {
 		}
 		want := full.Select(pod("p"), all).Name()
 		start, n := sampled.Sample(nodes)
-		some, _, err := FindFeasible(DefaultFilters(), pod("p"), nodes, start, n)
+		some, _, err := FindFeasible(nil, DefaultFilters(), pod("p"), nodes, start, n)
 		if err != nil {
 			t.Fatal(err)
 		}
