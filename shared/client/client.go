@@ -260,7 +260,9 @@ func (r *Request) send(ctx context.Context) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.verb, u.Path, err)
 	}
-	r.c.log.Debug("api request", "verb", r.verb, "url", u.String(), "status", resp.StatusCode, "duration", time.Since(start))
+	if r.c.log.Enabled(ctx, slog.LevelDebug) { // the URL's string is not free, and this is every request
+		r.c.log.Debug("api request", "verb", r.verb, "url", u.String(), "status", resp.StatusCode, "duration", time.Since(start))
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
