@@ -209,11 +209,23 @@ func TestNeverBlocksAndCountsDrops(t *testing.T) {
 	if got := r.Dropped(); got != 3 {
 		t.Errorf("Dropped = %d, want 3", got)
 	}
+	// With the buffer full, an event is dropped before its message is formatted: a throttled
+	// component reporting every binding must not pay for the ones it drops.
+	var formatted countingStringer
+	r.Eventf(testPod(), corev1.EventTypeNormal, "Tick", "tick %v", &formatted)
+	if formatted != 0 || r.Dropped() != 4 {
+		t.Errorf("an event dropped for a full buffer was formatted %d times (Dropped = %d, want 4)", formatted, r.Dropped())
+	}
 	flush(t, r)
 	if _, evs := sink.snapshot(); len(evs) != 2 {
 		t.Errorf("%d events written, want the 2 buffered", len(evs))
 	}
 }
+
+// countingStringer counts how often it is formatted.
+type countingStringer int
+
+func (c *countingStringer) String() string { *c++; return "x" }
 
 func TestRejectedEvents(t *testing.T) {
 	tests := []struct {

@@ -263,6 +263,13 @@ func TestSchedulerOnRealAPIServer(t *testing.T) {
 		if _, err := c.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// Out of the way of the next test, which expects node-a to be the only choice, even
+		// when this one fails half way.
+		defer func() {
+			if _, err := c.nodes.Patch(context.Background(), "", "node-small", types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`)); err != nil {
+				t.Errorf("cordon node-small: %v", err)
+			}
+		}()
 		big := func(name string) {
 			_, err := c.pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 				Spec: corev1.PodSpec{NodeSelector: map[string]string{"size": "small"}, RestartPolicy: corev1.RestartPolicyNever,
@@ -300,10 +307,6 @@ func TestSchedulerOnRealAPIServer(t *testing.T) {
 		}
 		if got := c.boundTo("big-2")["big-2"]; got != "node-small" {
 			t.Errorf("big-2 went to %s after big-1 finished, want node-small", got)
-		}
-		// Out of the way of the next test, which expects node-a to be the only choice.
-		if _, err := c.nodes.Patch(ctx, "", "node-small", types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`)); err != nil {
-			t.Fatal(err)
 		}
 	})
 

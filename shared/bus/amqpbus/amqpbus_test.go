@@ -140,8 +140,9 @@ func TestAcksFlushedWhenIdle(t *testing.T) {
 	}
 	waitUntil("all handled", func() bool { return len(handled) == len(msgs) })
 	// The tail's ack goes out once the consumer has been idle for AckDelay; cut the connection
-	// well after that, so a redelivery means the idle flush never happened.
-	time.Sleep(10 * amqpbus.AckDelay)
+	// long after that (a hundred times, for a loaded machine), so a redelivery means the idle
+	// flush never happened.
+	time.Sleep(100 * amqpbus.AckDelay)
 	amqptest.CloseConnections(t, name+".consumer.")
 	waitUntil("reconnected", func() bool { return connects >= 2 })
 	if err := b.Publish(t.Context(), bus.Message{RoutingKey: "ack.x", ID: "fence", Body: []byte("{}")}); err != nil {
