@@ -38,6 +38,7 @@ func main() {
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
 	fs.StringVar(&scfg.ProfileDir, "sched-profile", "", "write a 5 s CPU profile of the scheduler, taken while it binds, to this directory")
+	fs.IntVar(&scfg.Rounds, "sched-rounds", scfg.Rounds, "rounds per node count in the scheduler suite, each on a fresh cluster; the report gives the median ratio")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
 	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
 	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")
@@ -61,6 +62,10 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	if which != "all" && which != "apiserver" && which != "pods" && which != "scheduler" {
 		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, scheduler or all\n", which)
+		os.Exit(2)
+	}
+	if scfg.Rounds < 1 {
+		fmt.Fprintf(os.Stderr, "bench: -sched-rounds %d: want at least 1\n", scfg.Rounds)
 		os.Exit(2)
 	}
 	scfg.NodeCounts = nil

@@ -43,15 +43,20 @@ type Config struct {
 	// ProfileDir, when set, receives scheduler-<nodes>.pprof: 5 s of the scheduler's CPU
 	// profile, taken while it binds.
 	ProfileDir string
+	// Rounds repeats the whole measurement of each node count, each round on a fresh cluster
+	// (baseline, then scheduler), so the report can give the median ratio: the baseline alone
+	// moves by several percent from one run to the next on a shared two-core machine.
+	Rounds int
 }
 
 // Defaults are the figures of docs/benchmarks.md.
 var Defaults = Config{AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", NodeCounts: []int{1000, 5000},
-	Pods: 10000, Clients: 16, BindWorkers: 64}
+	Pods: 10000, Clients: 16, BindWorkers: 64, Rounds: 1}
 
 // Phase is the measurement of one node count.
 type Phase struct {
 	Nodes     int
+	Round     int           // 1-based
 	Register  time.Duration // hollow nodes registered and listed
 	Baseline  Result
 	Scheduler Result
@@ -135,18 +140,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	}
 	rep := &Report{Config: cfg}
 	for _, n := range cfg.NodeCounts {
-		ph, err := runPhase(ctx, cfg, n, sched, hollow, log.With("nodes", n))
-		if err != nil {
-			return rep, fmt.Errorf("%d nodes: %w", n, err)
+		for round := 1; round <= max(cfg.Rounds, 1); round++ {
+			ph, err := runPhase(ctx, cfg, n, round, sched, hollow, log.With("nodes", n, "round", round))
+			if err != nil {
+				return rep, fmt.Errorf("%d nodes, round %d: %w", n, round, err)
+			}
+			rep.Phases = append(rep.Phases, ph)
 		}
-		rep.Phases = append(rep.Phases, ph)
 	}
 	return rep, nil
 }
 
-func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin string, log *slog.Logger) (ph Phase, err error) {
-	ph.Nodes = nodes
-	dir := filepath.Join(cfg.Workdir, "nodes-"+strconv.Itoa(nodes))
+func runPhase(ctx context.Context, cfg Config, nodes, round int, schedBin, hollowBin string, log *slog.Logger) (ph Phase, err error) {
+	ph.Nodes, ph.Round = nodes, round
+	dir := filepath.Join(cfg.Workdir, fmt.Sprintf("nodes-%d-round-%d", nodes, round))
 	// Each phase's cluster gets a vhost of its own: a durable `scheduler` queue shared with
 	// the previous phase (or make up's cluster) would feed this scheduler pods of another
 	// cluster, whose resourceVersions mean nothing here.
@@ -211,7 +218,7 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 	}
 	if debugAddr != "" {
 		go profile(ctx, "http://"+debugAddr+"/debug/pprof/profile?seconds=5",
-			filepath.Join(cfg.ProfileDir, fmt.Sprintf("scheduler-%d.pprof", nodes)), log)
+			filepath.Join(cfg.ProfileDir, profileName(nodes, round)), log)
 	}
 	ps.scheduler = sched.cmd.Process.Pid
 	if ph.Scheduler, err = measure(ctx, cfg, api, pods, ps, "sched", nil); err != nil {
@@ -219,6 +226,14 @@ func runPhase(ctx context.Context, cfg Config, nodes int, schedBin, hollowBin st
 	}
 	log.Info("scheduler done", "pods_per_s", ph.Scheduler.PodsPerSecond(), "latency", ph.Scheduler.Latency.String())
 	return ph, nil
+}
+
+// profileName is scheduler-<nodes>.pprof, with -round-<r> after the first round.
+func profileName(nodes, round int) string {
+	if round > 1 {
+		return fmt.Sprintf("scheduler-%d-round-%d.pprof", nodes, round)
+	}
+	return fmt.Sprintf("scheduler-%d.pprof", nodes)
 }
 
 func waitNodes(ctx context.Context, nodes *mclient.Typed[*corev1.Node, *corev1.NodeList], want int, hollow *child) ([]string, error) {
