@@ -1,7 +1,6 @@
 package podsuite
 
 import (
-	"syscall"
 	"time"
 
 	"minik8s.io/bench/internal/procstat"
@@ -36,17 +35,8 @@ func (e *env) sampleCPU(kubeletPid int) cpuSample {
 	if kubeletPid > 0 {
 		s.kubelet, _ = procstat.ProcessCPU(kubeletPid, true)
 	}
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
-		var ru syscall.Rusage
-		if syscall.Getrusage(who, &ru) == nil {
-			s.self += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		}
-	}
-	for _, pid := range e.dockerPids {
-		if d, err := procstat.ProcessCPU(pid, false); err == nil {
-			s.docker += d
-		}
-	}
+	s.self = procstat.Self(true)
+	s.docker = procstat.Sum(e.dockerPids, false)
 	s.busy, _ = procstat.MachineBusy()
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -101,4 +102,31 @@ func ParseCPULine(line string) (time.Duration, error) {
 		busy += n
 	}
 	return time.Duration(busy) * ClockTick, nil
+}
+
+// Sum is the CPU of pids (see ProcessCPU); a process that is gone counts nothing.
+func Sum(pids []int, children bool) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		if d, err := ProcessCPU(pid, children); err == nil {
+			total += d
+		}
+	}
+	return total
+}
+
+// Self is this process's user and system time, plus its reaped children's with children.
+func Self(children bool) time.Duration {
+	who := []int{syscall.RUSAGE_SELF}
+	if children {
+		who = append(who, syscall.RUSAGE_CHILDREN)
+	}
+	var total time.Duration
+	for _, w := range who {
+		var ru syscall.Rusage
+		if syscall.Getrusage(w, &ru) == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return total
 }

@@ -77,3 +77,30 @@ func TestFindProcessesFindsItself(t *testing.T) {
 		t.Errorf("FindProcesses of an absent command = %v, want none", got)
 	}
 }
+
+func TestSelfAndSumSeeThisProcessWork(t *testing.T) {
+	// Burn CPU until /proc, which counts in clock ticks, has counted some of it.
+	self := []int{os.Getpid()}
+	deadline := time.Now().Add(30 * time.Second)
+	x := 0
+	for Sum(self, false) == 0 {
+		for i := range 1_000_000 {
+			x += i
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/proc counted no CPU time for this process after 30 s of work")
+		}
+	}
+	_ = x
+	fromProc := Sum(self, false)
+	if got := Self(false); got < fromProc-ClockTick {
+		t.Errorf("Self = %v, less than /proc's %v for this process", got, fromProc)
+	}
+	without := Self(false)
+	if with := Self(true); with < without {
+		t.Errorf("Self with children (%v) is less than without, read before it (%v)", with, without)
+	}
+	if got := Sum([]int{os.Getpid(), -1}, false); got < fromProc {
+		t.Errorf("Sum with a pid that does not exist = %v, want at least this process's %v", got, fromProc)
+	}
+}

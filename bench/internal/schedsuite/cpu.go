@@ -1,7 +1,6 @@
 package schedsuite
 
 import (
-	"syscall"
 	"time"
 
 	"minik8s.io/bench/internal/procstat"
@@ -33,24 +32,20 @@ type cpuSample struct {
 }
 
 func (p procs) sample() cpuSample {
-	var s cpuSample
-	read := func(pid int) time.Duration {
+	one := func(pid int) []int {
 		if pid <= 0 {
-			return 0
+			return nil
 		}
-		d, _ := procstat.ProcessCPU(pid, false)
-		return d
+		return []int{pid}
 	}
-	s.api, s.sched, s.hollow = read(p.apiserver), read(p.scheduler), read(p.hollow)
-	for _, pid := range p.rabbit {
-		s.rabbit += read(pid)
-	}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	s.busy, _ = procstat.MachineBusy()
-	return s
+	return cpuSample{api: procstat.Sum(one(p.apiserver), false), sched: procstat.Sum(one(p.scheduler), false),
+		hollow: procstat.Sum(one(p.hollow), false), rabbit: procstat.Sum(p.rabbit, false),
+		self: procstat.Self(false), busy: busy()}
+}
+
+func busy() time.Duration {
+	d, _ := procstat.MachineBusy()
+	return d
 }
 
 func perPod(from, to cpuSample, n int) CPUPerPod {

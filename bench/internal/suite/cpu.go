@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"syscall"
 	"time"
 
 	"minik8s.io/bench/internal/procstat"
@@ -36,15 +35,8 @@ type CPUPerOp struct {
 func (e *env) sampleCPU() cpuSample {
 	var s cpuSample
 	s.server, _ = procstat.ProcessCPU(e.proc.Pid, false)
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	for _, pid := range e.brokerPids {
-		if d, err := procstat.ProcessCPU(pid, false); err == nil {
-			s.broker += d
-		}
-	}
+	s.self = procstat.Self(false)
+	s.broker = procstat.Sum(e.brokerPids, false)
 	s.busy, _ = procstat.MachineBusy()
 	return s
 }
