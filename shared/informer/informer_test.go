@@ -290,13 +290,18 @@ func TestBusModeAppliesAndRelistsOnRequest(t *testing.T) {
 // With FirstListWait the first list waits for the bus's relist request and answers it: one
 // list at start, not two; without a request it lists once the wait is over.
 func TestFirstListWaitsForTheBus(t *testing.T) {
-	t.Run("request", func(t *testing.T) {
+	// started runs a bus-mode informer whose first list waits up to 10 s, once it waits.
+	started := func(t *testing.T) (*fakeLW, *clock.Fake, *Informer) {
 		lw := newFakeLW("10", pod("ns", "a", "5", ""))
 		fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 		inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute,
 			FirstListWait: 10 * time.Second, Clock: fc})
 		start(t, inf)
 		eventually(t, "waiting for the first list", func() bool { return fc.Waiters() > 0 })
+		return lw, fc, inf
+	}
+	t.Run("request", func(t *testing.T) {
+		lw, fc, inf := started(t)
 		if n := lw.lists(); n != 0 {
 			t.Fatalf("listed %d times before the bus asked", n)
 		}
@@ -311,12 +316,7 @@ func TestFirstListWaitsForTheBus(t *testing.T) {
 		eventually(t, "periodic relist", func() bool { return lw.lists() == 2 })
 	})
 	t.Run("no request", func(t *testing.T) {
-		lw := newFakeLW("10", pod("ns", "a", "5", ""))
-		fc := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-		inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute,
-			FirstListWait: 10 * time.Second, Clock: fc})
-		start(t, inf)
-		eventually(t, "waiting for the first list", func() bool { return fc.Waiters() > 0 })
+		_, fc, inf := started(t)
 		fc.Step(10 * time.Second)
 		eventually(t, "HasSynced without the bus", inf.HasSynced)
 	})

@@ -70,14 +70,17 @@ type cluster struct {
 	leases *client.Typed[*coordinationv1.Lease, *coordinationv1.LeaseList]
 }
 
-func (c *cluster) node(name string) {
+func (c *cluster) node(name string) { c.sizedNode(name, nil, "4", "8Gi") }
+
+// sizedNode registers a Ready node with labels and the given CPU and memory.
+func (c *cluster) sizedNode(name string, labels map[string]string, cpu, memory string) {
 	ctx := c.t.Context()
-	n, err := c.nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	n, err := c.nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 	if err != nil {
 		c.t.Fatalf("create node %s: %v", name, err)
 	}
-	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
-		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110")}
 	n.Status.Allocatable = n.Status.Capacity
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
@@ -251,18 +254,7 @@ func TestSchedulerOnRealAPIServer(t *testing.T) {
 	// them, since a pod that Succeeded takes no room any more.
 	t.Run("a pod that finishes frees its room", func(t *testing.T) {
 		ctx := t.Context()
-		n, err := c.nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-small", Labels: map[string]string{"size": "small"}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"),
-			corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		n.Status.Allocatable = n.Status.Capacity
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if _, err := c.nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		c.sizedNode("node-small", map[string]string{"size": "small"}, "1", "1Gi")
 		// Out of the way of the next test, which expects node-a to be the only choice, even
 		// when this one fails half way.
 		defer func() {
