@@ -33,7 +33,7 @@ build: ## build the binaries into bin/
 test: test-compose ## all tests of all modules (integration tests need make up first)
 	go test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
 	@echo "restarting RabbitMQ under a running apiserver (alone: it cuts every broker connection)"
-	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart$$' ./test/e2e/
+	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart' ./test/e2e/
 
 test-unit: ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
 	go test -short -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
+	"minik8s.io/shared/informer"
 )
 
 // brokerRestartEnv opts in to the test that restarts RabbitMQ. Restarting the broker cuts
@@ -118,4 +120,97 @@ func consumeDurably(t *testing.T, amqpURL string, keep func(h map[string]string)
 		}
 	})
 	return rec
+}
+
+// TestBusAcrossBrokerRestartRelist shows what the bus's guarantee rests on, now that messages
+// are transient: a broker restart loses what a durable queue held, and the consumer's relist
+// on reconnect (what every component's OnConnect does) repairs the loss.
+func TestBusAcrossBrokerRestartRelist(t *testing.T) {
+	if os.Getenv(brokerRestartEnv) == "" {
+		t.Skipf("restarts the shared RabbitMQ; set %s=1 to run it (make test does, alone)", brokerRestartEnv)
+	}
+	requireIntegration(t)
+	srv := startServer(t)
+	ns := fmt.Sprintf("e2e-relist-%08x", rand.Uint32())
+	w := newWriter(t, srv, ns)
+	w.createNamespace()
+
+	// A pods cache fed by the bus, relisting on every connect, as the scheduler's is.
+	inf := informer.New(informer.Config{Name: "pods", ListerWatcher: informer.ForNamespace(w.pods, ns),
+		NoWatch: true, RelistPeriod: time.Hour, FirstListWait: time.Minute})
+	infCtx, stopInf := context.WithCancel(context.Background())
+	infDone := make(chan struct{})
+	go func() { defer close(infDone); _ = inf.Start(infCtx) }()
+	t.Cleanup(func() { stopInf(); <-infDone })
+	queue := amqptest.Unique("e2e.relist")
+	consume := func() (stop func()) {
+		b := amqpbus.New(amqpbus.Config{URL: srv.amqpURL, Name: queue, Reconnect: bus.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = b.Consume(ctx, bus.Subscription{Queue: queue, Bindings: []string{"pods.#"},
+				OnConnect: func(context.Context) error { inf.RequestRelist(); return nil },
+				Handler: func(_ context.Context, d bus.Delivery) error {
+					if d.Headers[bus.HeaderNamespace] == ns {
+						_, _ = inf.ApplyEvent(d.Body, &corev1.Pod{})
+					}
+					return nil
+				}})
+		}()
+		return func() { cancel(); <-done; _ = b.Close() }
+	}
+	has := func(name string) bool {
+		_, ok := inf.Store().Get(ns + "/" + name)
+		return ok
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(busTimeout)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v", what, busTimeout)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// queued counts the queue's ready messages as the broker itself does (a passive declare),
+	// not from the management statistics, which lag and are empty right after a restart.
+	queued := func() int {
+		conn, err := amqp.Dial(srv.amqpURL)
+		if err != nil {
+			return -1 // the broker is still coming back
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			return -1
+		}
+		q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+		if err != nil {
+			t.Fatalf("queue %s after the restart: %v (a durable queue must survive it)", queue, err)
+		}
+		return q.Messages
+	}
+
+	stop := consume()
+	w.pod("before", "node-1")
+	waitFor("pod before in the cache, through the bus", func() bool { return has("before") })
+	stop()
+
+	// With no consumer the durable queue keeps the new pod's messages, until the broker restarts.
+	w.pod("lost", "node-1")
+	waitFor("the pod's messages queued", func() bool { return queued() > 0 })
+	restartBroker(t)
+	waitFor("the broker back", func() bool { return queued() >= 0 })
+	if n := queued(); n != 0 {
+		t.Fatalf("%d messages survived the restart: messages are transient, they should not", n)
+	}
+	if has("lost") {
+		t.Fatal("the cache has pod lost before any relist: the test proves nothing")
+	}
+
+	// The consumer reconnects, relists, and the cache has the pod whose messages were lost.
+	defer consume()()
+	waitFor("pod lost in the cache, through the relist on reconnect", func() bool { return has("lost") })
 }
