@@ -51,10 +51,19 @@ ensure_rabbitmq() {
   fi
   # Erlang schedulers spin while waiting for work by default; on a small shared host that
   # burns CPU the control plane needs (about 2x RabbitMQ's CPU per message in make bench).
+  # On two cores or fewer the broker also gets a single scheduler: the control plane keeps
+  # both cores busy, and work handed between two Erlang schedulers cost RabbitMQ about 40 %
+  # more CPU per message in the scheduling benchmark (docs/benchmarks.md); one scheduler is
+  # several times what the broker needs here.
   local env=/etc/rabbitmq/rabbitmq-env.conf restart=
-  if ! grep -qs '+sbwt none' "$env"; then
-    log "configuring rabbitmq schedulers not to busy-wait ($env)"
-    echo 'SERVER_ADDITIONAL_ERL_ARGS="+sbwt none +sbwtdcpu none +sbwtdio none"' | $SUDO tee -a "$env" >/dev/null
+  local args="+sbwt none +sbwtdcpu none +sbwtdio none"
+  if [ "$(nproc)" -le 2 ]; then args="$args +S 1:1"; fi
+  local line="SERVER_ADDITIONAL_ERL_ARGS=\"$args\""
+  if ! grep -qsxF "$line" "$env"; then
+    log "configuring rabbitmq's Erlang schedulers: $args ($env)"
+    $SUDO touch "$env"
+    $SUDO sed -i '/^SERVER_ADDITIONAL_ERL_ARGS=/d' "$env"
+    echo "$line" | $SUDO tee -a "$env" >/dev/null
     restart=1
   fi
   if port_open 5672 && [ -n "$restart" ]; then
