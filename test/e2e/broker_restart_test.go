@@ -22,12 +22,18 @@ import (
 // every other test using it, so `make test` runs this one alone, after the rest.
 const brokerRestartEnv = "MINIK8S_E2E_BROKER_RESTART"
 
-// TestBusAcrossBrokerRestart restarts the RabbitMQ application between two bursts of changes:
-// every change still reaches a durable consumer queue, in order per object, as etcd recorded it.
-func TestBusAcrossBrokerRestart(t *testing.T) {
+// requireBrokerRestart skips a test that restarts the shared RabbitMQ unless it was asked for.
+func requireBrokerRestart(t *testing.T) {
+	t.Helper()
 	if os.Getenv(brokerRestartEnv) == "" {
 		t.Skipf("restarts the shared RabbitMQ; set %s=1 to run it (make test does, alone)", brokerRestartEnv)
 	}
+}
+
+// TestBusAcrossBrokerRestart restarts the RabbitMQ application between two bursts of changes:
+// every change still reaches a durable consumer queue, in order per object, as etcd recorded it.
+func TestBusAcrossBrokerRestart(t *testing.T) {
+	requireBrokerRestart(t)
 	requireIntegration(t)
 	srv := startServer(t)
 	ns := fmt.Sprintf("e2e-broker-%08x", rand.Uint32())
@@ -126,9 +132,7 @@ func consumeDurably(t *testing.T, amqpURL string, keep func(h map[string]string)
 // are transient: a broker restart loses what a durable queue held, and the consumer's relist
 // on reconnect (what every component's OnConnect does) repairs the loss.
 func TestBusAcrossBrokerRestartRelist(t *testing.T) {
-	if os.Getenv(brokerRestartEnv) == "" {
-		t.Skipf("restarts the shared RabbitMQ; set %s=1 to run it (make test does, alone)", brokerRestartEnv)
-	}
+	requireBrokerRestart(t)
 	requireIntegration(t)
 	srv := startServer(t)
 	ns := fmt.Sprintf("e2e-relist-%08x", rand.Uint32())
@@ -164,16 +168,6 @@ func TestBusAcrossBrokerRestartRelist(t *testing.T) {
 		_, ok := inf.Store().Get(ns + "/" + name)
 		return ok
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(busTimeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %v", what, busTimeout)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	// queued counts the queue's ready messages as the broker itself does (a passive declare),
 	// not from the management statistics, which lag and are empty right after a restart.
 	queued := func() int {
@@ -195,14 +189,14 @@ func TestBusAcrossBrokerRestartRelist(t *testing.T) {
 
 	stop := consume()
 	w.pod("before", "node-1")
-	waitFor("pod before in the cache, through the bus", func() bool { return has("before") })
+	eventually(t, busTimeout, "pod before in the cache, through the bus", func() bool { return has("before") })
 	stop()
 
 	// With no consumer the durable queue keeps the new pod's messages, until the broker restarts.
 	w.pod("lost", "node-1")
-	waitFor("the pod's messages queued", func() bool { return queued() > 0 })
+	eventually(t, busTimeout, "the pod's messages queued", func() bool { return queued() > 0 })
 	restartBroker(t)
-	waitFor("the broker back", func() bool { return queued() >= 0 })
+	eventually(t, busTimeout, "the broker back", func() bool { return queued() >= 0 })
 	if n := queued(); n != 0 {
 		t.Fatalf("%d messages survived the restart: messages are transient, they should not", n)
 	}
@@ -212,5 +206,5 @@ func TestBusAcrossBrokerRestartRelist(t *testing.T) {
 
 	// The consumer reconnects, relists, and the cache has the pod whose messages were lost.
 	defer consume()()
-	waitFor("pod lost in the cache, through the relist on reconnect", func() bool { return has("lost") })
+	eventually(t, busTimeout, "pod lost in the cache, through the relist on reconnect", func() bool { return has("lost") })
 }
