@@ -21,7 +21,7 @@ func (c CPUPerPod) Total() time.Duration {
 	return c.APIServer + c.Scheduler + c.Hollow + c.RabbitMQ + c.Bench + c.Rest
 }
 
-// procs are the processes a phase's CPU is split over; a zero pid is not sampled.
+// procs are the processes a phase's CPU is split over.
 type procs struct {
 	apiserver, scheduler, hollow int
 	rabbit                       []int
@@ -32,20 +32,11 @@ type cpuSample struct {
 }
 
 func (p procs) sample() cpuSample {
-	one := func(pid int) []int {
-		if pid <= 0 {
-			return nil
-		}
-		return []int{pid}
-	}
-	return cpuSample{api: procstat.Sum(one(p.apiserver), false), sched: procstat.Sum(one(p.scheduler), false),
-		hollow: procstat.Sum(one(p.hollow), false), rabbit: procstat.Sum(p.rabbit, false),
-		self: procstat.Self(false), busy: busy()}
-}
-
-func busy() time.Duration {
-	d, _ := procstat.MachineBusy()
-	return d
+	// A zero pid (no scheduler in the baseline) has no /proc entry, so it counts nothing.
+	s := cpuSample{api: procstat.Sum([]int{p.apiserver}, false), sched: procstat.Sum([]int{p.scheduler}, false),
+		hollow: procstat.Sum([]int{p.hollow}, false), rabbit: procstat.Sum(p.rabbit, false), self: procstat.Self(false)}
+	s.busy, _ = procstat.MachineBusy()
+	return s
 }
 
 func perPod(from, to cpuSample, n int) CPUPerPod {
