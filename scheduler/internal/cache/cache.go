@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -48,8 +49,12 @@ type Cache struct {
 	// byNode indexes pods by the node they count on, so a node that (re)appears finds its
 	// pods without a walk over every pod.
 	byNode map[string]map[string]struct{}
-	// assumed are the keys of assumed pods, so expiring them does not walk every pod.
-	assumed map[string]struct{}
+	// assumed are the keys of assumed pods, so expiring them does not walk every pod, and
+	// nextExpiry is no later than the earliest of their deadlines, so a snapshot update walks
+	// them only when one may have passed: with a thousand bindings waiting to be confirmed,
+	// walking them for every pod cost more than deciding.
+	assumed    map[string]struct{}
+	nextExpiry time.Time
 	// withUsage are the nodes that carry a usage report, whose freshness each snapshot
 	// update judges anew.
 	withUsage map[string]struct{}
@@ -136,8 +141,16 @@ func (c *Cache) SetPod(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := key(pod)
+	counts := pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	if e, ok := c.pods[k]; ok && counts && e.node == pod.Spec.NodeName && framework.SameAccounting(e.pod, pod) {
+		// The usual case: the binding of an assumed pod, or a status change, confirmed. The
+		// node's sums stay as they are, so its snapshot copy stays valid.
+		delete(c.assumed, k)
+		c.pods[k] = podEntry{pod: pod, node: e.node}
+		return
+	}
 	c.removeLocked(k)
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if !counts {
 		return
 	}
 	c.addLocked(k, podEntry{pod: pod, node: pod.Spec.NodeName})
@@ -186,7 +199,11 @@ func (c *Cache) IsAssumed(namespace, name string) bool {
 // copying them all for every pod would cost more than scheduling it. The zero value is an
 // empty snapshot, ready for UpdateSnapshot.
 type Snapshot struct {
-	nodes        []*framework.NodeInfo
+	nodes []*framework.NodeInfo
+	// store holds the nodes themselves, in name order: a search over hundreds of them then
+	// walks memory in order instead of chasing a pointer to a cache miss for each.
+	store        []framework.NodeInfo
+	copies       int // nodes copied from the cache so far, for tests
 	index        map[string]int
 	gen          uint64
 	built        bool
@@ -194,7 +211,7 @@ type Snapshot struct {
 }
 
 // Nodes are the snapshot's nodes in name order. They belong to the snapshot: callers must not
-// change them, and they stay valid only until the next UpdateSnapshot.
+// change them or keep them, since the next UpdateSnapshot overwrites them in place.
 func (s *Snapshot) Nodes() []*framework.NodeInfo { return s.nodes }
 
 // UpdateSnapshot drops expired assumptions and brings s up to date. A usage report older than
@@ -204,10 +221,8 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	for k := range c.assumed {
-		if e := c.pods[k]; now.After(e.deadline) {
-			c.removeLocked(k)
-		}
+	if now.After(c.nextExpiry) {
+		c.expireLocked(now)
 	}
 	// The log reaches back to s.gen when its oldest entry is at most one past it.
 	logCovers := len(c.changes) > 0 && c.changes[0].gen <= s.gen+1
@@ -215,15 +230,20 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 	rebuilt := false
 	switch {
 	case !s.built || c.structGen > s.gen || (c.gen > s.gen && !logCovers):
-		s.nodes = make([]*framework.NodeInfo, 0, len(c.nodes))
-		for _, ni := range c.nodes {
-			s.nodes = append(s.nodes, ni.Clone())
+		names := make([]string, 0, len(c.nodes))
+		for name := range c.nodes {
+			names = append(names, name)
 		}
-		sort.Slice(s.nodes, func(i, j int) bool { return s.nodes[i].Name() < s.nodes[j].Name() })
-		s.index = make(map[string]int, len(s.nodes))
-		for i, ni := range s.nodes {
-			s.index[ni.Name()] = i
+		slices.Sort(names)
+		s.store = make([]framework.NodeInfo, len(names))
+		s.nodes = make([]*framework.NodeInfo, len(names))
+		s.index = make(map[string]int, len(names))
+		for i, name := range names {
+			c.nodes[name].CopyTo(&s.store[i])
+			s.nodes[i] = &s.store[i]
+			s.index[name] = i
 		}
+		s.copies += len(names)
 		s.built, rebuilt = true, true
 	case c.gen > s.gen:
 		from := sort.Search(len(c.changes), func(i int) bool { return c.changes[i].gen > s.gen })
@@ -234,7 +254,8 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 			}
 			copied[ch.node] = true
 			if i, ok := s.index[ch.node]; ok {
-				s.nodes[i] = c.nodes[ch.node].Clone()
+				c.nodes[ch.node].CopyTo(s.nodes[i])
+				s.copies++
 				cloned = append(cloned, i)
 			}
 		}
@@ -269,9 +290,28 @@ func (c *Cache) fresh(u *framework.Usage, now time.Time) *framework.Usage {
 	return u
 }
 
+// expireLocked drops the assumptions whose deadline passed before now and sets nextExpiry
+// to the earliest deadline left.
+func (c *Cache) expireLocked(now time.Time) {
+	var next time.Time
+	for k := range c.assumed {
+		e := c.pods[k]
+		switch {
+		case now.After(e.deadline):
+			c.removeLocked(k)
+		case next.IsZero() || e.deadline.Before(next):
+			next = e.deadline
+		}
+	}
+	c.nextExpiry = next
+}
+
 func (c *Cache) addLocked(k string, e podEntry) {
 	c.pods[k] = e
 	if e.assumed {
+		if len(c.assumed) == 0 || e.deadline.Before(c.nextExpiry) {
+			c.nextExpiry = e.deadline
+		}
 		c.assumed[k] = struct{}{}
 	}
 	set := c.byNode[e.node]

@@ -55,6 +55,21 @@ func TestCache(t *testing.T) {
 		{"pending pod does not", func(c *Cache) { c.SetPod(pod("p2", "")) }, map[string][2]int64{"a": {1, 100}, "b": {0, 0}}},
 		{"assumed pod counts", func(c *Cache) { c.Assume(pod("p2", ""), "b") }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
 		{"confirmation replaces assumption", func(c *Cache) { c.SetPod(pod("p2", "b")) }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
+		{"confirmation asking for more counts what it asks", func(c *Cache) {
+			c.Assume(pod("p6", ""), "b")
+			p := pod("p6", "b")
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("300m")
+			c.SetPod(p)
+		}, map[string][2]int64{"a": {1, 100}, "b": {2, 400}}},
+		{"confirmation on another node moves the pod", func(c *Cache) { c.Assume(pod("p7", ""), "b"); c.SetPod(pod("p7", "a")) },
+			map[string][2]int64{"a": {2, 200}, "b": {2, 400}}},
+		{"a status change of a bound pod changes nothing", func(c *Cache) {
+			p := pod("p7", "a")
+			p.Status.Phase = corev1.PodRunning
+			c.SetPod(p)
+			c.RemovePod("ns", "p6")
+			c.RemovePod("ns", "p7")
+		}, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
 		{"forget leaves confirmed pods", func(c *Cache) { c.Forget("ns", "p2") }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
 		{"forget drops an assumption", func(c *Cache) { c.Assume(pod("p3", ""), "a"); c.Forget("ns", "p3") }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
 		{"assumption expires", func(c *Cache) { c.Assume(pod("p4", ""), "a"); clk.Step(DefaultAssumeTTL + time.Second) }, map[string][2]int64{"a": {1, 100}, "b": {1, 100}}},
@@ -77,6 +92,52 @@ func TestCache(t *testing.T) {
 	snap[0].Pods = 99
 	if fullSnapshot(c)[0].Pods == 99 {
 		t.Error("a snapshot shares state with the cache")
+	}
+}
+
+// A confirmation that counts as the assumption did leaves the node's snapshot copy alone:
+// copying it again for every bound pod cost as much as the assumption itself.
+func TestConfirmationKeepsSnapshotCopy(t *testing.T) {
+	c := New(clock.NewFake(time.Unix(1000, 0)), 0)
+	c.SetNode(node("a"))
+	c.Assume(pod("p", ""), "a")
+	var s Snapshot
+	c.UpdateSnapshot(&s)
+	before := s.copies
+	c.SetPod(pod("p", "a"))
+	if c.IsAssumed("ns", "p") {
+		t.Fatal("the pod is still assumed after its binding was seen")
+	}
+	c.UpdateSnapshot(&s)
+	if s.copies != before {
+		t.Errorf("the node was copied again (%d copies) for a confirmation that changes nothing", s.copies-before)
+	}
+	if got := [2]int64{int64(s.Nodes()[0].Pods), s.Nodes()[0].Requested.MilliCPU}; got != [2]int64{1, 100} {
+		t.Errorf("node a counts %v, want one pod of 100m", got)
+	}
+}
+
+// Expiry is checked only once the earliest deadline may have passed; confirming the oldest
+// assumption must not keep a younger one from expiring on time.
+func TestAssumptionsExpireOnTime(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	c := New(clk, 0)
+	c.SetNode(node("a"))
+	var s Snapshot
+	c.Assume(pod("old", ""), "a")
+	c.UpdateSnapshot(&s)
+	clk.Step(10 * time.Second)
+	c.Assume(pod("young", ""), "a")
+	c.SetPod(pod("old", "a"))
+	clk.Step(DefaultAssumeTTL - 5*time.Second) // past old's deadline, not young's
+	c.UpdateSnapshot(&s)
+	if !c.IsAssumed("ns", "young") || s.Nodes()[0].Pods != 2 {
+		t.Fatalf("young's assumption is gone early: assumed %v, pods %d", c.IsAssumed("ns", "young"), s.Nodes()[0].Pods)
+	}
+	clk.Step(10 * time.Second) // past young's deadline
+	c.UpdateSnapshot(&s)
+	if c.IsAssumed("ns", "young") || s.Nodes()[0].Pods != 1 {
+		t.Errorf("young's assumption outlived its deadline: assumed %v, pods %d", c.IsAssumed("ns", "young"), s.Nodes()[0].Pods)
 	}
 }
 

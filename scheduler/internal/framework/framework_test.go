@@ -190,6 +190,71 @@ func TestNodeInfoRemoveUndoesAdd(t *testing.T) {
 	}
 }
 
+// CopyTo over a NodeInfo that held another node leaves an exact copy that shares nothing the
+// copy's owner may change.
+func TestNodeInfoCopyTo(t *testing.T) {
+	gpu := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+	}
+	port := func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 80}} }
+	src := used(info(node("a"), pod("p", requests("250m", "1Gi"), ownedBy("rs"), port, gpu)), "100m", "")
+	dst := info(node("b"), pod("q", requests("1", ""), ownedBy("other"), gpu), pod("r", ownedBy("third")))
+	src.CopyTo(dst)
+	if diff := cmp.Diff(src, dst, cmp.AllowUnexported(NodeInfo{})); diff != "" {
+		t.Fatalf("copy differs from its source (-src +copy):\n%s", diff)
+	}
+	want := src.Clone()
+	dst.PodsByOwner["rs"] = 7
+	dst.Requested.Scalar["example.com/gpu"] = 9
+	dst.Ports[0].Port = 81
+	dst.Usage.MilliCPU = 5
+	if diff := cmp.Diff(want, src, cmp.AllowUnexported(NodeInfo{})); diff != "" {
+		t.Errorf("changing the copy changed its source (-before +after):\n%s", diff)
+	}
+}
+
+// SameAccounting is true exactly when swapping the pods leaves a NodeInfo's sums as they were.
+func TestSameAccounting(t *testing.T) {
+	hostPort := func(port int32) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: port}} }
+	}
+	base := []func(*corev1.Pod){requests("250m", "1Gi"), ownedBy("rs"), hostPort(80)}
+	bound := func(p *corev1.Pod) { p.Spec.NodeName = "n"; p.Status.Phase = corev1.PodRunning }
+	gpu := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+	}
+	for _, tc := range []struct {
+		name string
+		mod  []func(*corev1.Pod)
+		want bool
+	}{
+		{"bound, running, same spec", []func(*corev1.Pod){bound}, true},
+		{"more cpu", []func(*corev1.Pod){requests("500m", "1Gi")}, false},
+		{"more memory", []func(*corev1.Pod){requests("250m", "2Gi")}, false},
+		{"an extended resource", []func(*corev1.Pod){gpu}, false},
+		{"another controller", []func(*corev1.Pod){ownedBy("rs2")}, false},
+		{"another host port", []func(*corev1.Pod){hostPort(81)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pod("p", base...), pod("p", append(append([]func(*corev1.Pod){}, base...), tc.mod...)...)
+			if got := SameAccounting(a, b); got != tc.want {
+				t.Fatalf("SameAccounting = %v, want %v", got, tc.want)
+			}
+			// The answer must agree with what the sums do.
+			ni := info(node("n"), a)
+			ni.RemovePod(a)
+			ni.AddPod(b)
+			ref := info(node("n"), a)
+			same := ni.Requested.MilliCPU == ref.Requested.MilliCPU && ni.Requested.Memory == ref.Requested.Memory &&
+				cmp.Equal(ni.Requested.Scalar, ref.Requested.Scalar, cmpopts.EquateEmpty()) &&
+				cmp.Equal(ni.PodsByOwner, ref.PodsByOwner) && cmp.Equal(ni.Ports, ref.Ports)
+			if same != tc.want {
+				t.Errorf("swapping the pods changes the sums: %v, but SameAccounting says %v", !same, tc.want)
+			}
+		})
+	}
+}
+
 // The answers NodeInfo keeps per Node (readiness, allocatable) follow the Node when an update
 // replaces it, as the cache does for every node event.
 func TestNodeInfoFactsFollowNodeUpdates(t *testing.T) {

@@ -1,6 +1,9 @@
 package framework
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -136,18 +139,40 @@ func (n *NodeInfo) update(pod *corev1.Pod, sign int) {
 // Clone returns a copy the caller may change without touching n (the Node itself is shared
 // and read-only).
 func (n *NodeInfo) Clone() *NodeInfo {
-	out := &NodeInfo{Node: n.Node, Requested: n.Requested.Clone(), Pods: n.Pods,
-		PodsByOwner: make(map[types.UID]int, len(n.PodsByOwner)), Ports: append([]HostPort(nil), n.Ports...),
-		factsFor: n.factsFor, alloc: n.alloc, allocPods: n.allocPods, ready: n.ready,
-		unschedulable: n.unschedulable, taints: n.taints}
+	out := &NodeInfo{}
+	n.CopyTo(out)
+	return out
+}
+
+// CopyTo makes dst a copy of n that shares nothing the caller may change, reusing dst's maps
+// and slices: the scheduler's snapshot keeps its nodes in one array, in name order, and
+// copies a changed node over its old copy, so a search over hundreds of nodes walks memory in
+// order and a copy allocates nothing.
+func (n *NodeInfo) CopyTo(dst *NodeInfo) {
+	owners, ports, scalar := dst.PodsByOwner, dst.Ports[:0], dst.Requested.Scalar
+	*dst = *n
+	if owners == nil {
+		owners = make(map[types.UID]int, len(n.PodsByOwner))
+	} else {
+		clear(owners)
+	}
+	maps.Copy(owners, n.PodsByOwner)
+	dst.PodsByOwner = owners
+	dst.Ports = append(ports, n.Ports...)
+	dst.Requested.Scalar = nil
+	if len(n.Requested.Scalar) > 0 {
+		if scalar == nil {
+			scalar = make(map[corev1.ResourceName]int64, len(n.Requested.Scalar))
+		} else {
+			clear(scalar)
+		}
+		maps.Copy(scalar, n.Requested.Scalar)
+		dst.Requested.Scalar = scalar
+	}
 	if n.Usage != nil {
 		u := *n.Usage
-		out.Usage = &u
+		dst.Usage = &u
 	}
-	for k, v := range n.PodsByOwner {
-		out.PodsByOwner[k] = v
-	}
-	return out
 }
 
 // Allocatable is what the node offers pods, from status.allocatable (or capacity when a
@@ -281,6 +306,18 @@ func PodHostPorts(pod *corev1.Pod) []HostPort {
 		}
 	}
 	return out
+}
+
+// SameAccounting reports whether a and b count the same on a node: the same requests, host
+// ports and controller, so replacing one with the other leaves a NodeInfo's sums unchanged.
+func SameAccounting(a, b *corev1.Pod) bool {
+	if a == b {
+		return true
+	}
+	ra, rb := PodRequests(a), PodRequests(b)
+	return ra.MilliCPU == rb.MilliCPU && ra.Memory == rb.Memory && ra.EphemeralStorage == rb.EphemeralStorage &&
+		maps.Equal(ra.Scalar, rb.Scalar) && ControllerUID(a) == ControllerUID(b) &&
+		slices.Equal(PodHostPorts(a), PodHostPorts(b))
 }
 
 // ControllerUID is the UID of the pod's controller (the ownerReference with controller=true),
