@@ -120,6 +120,12 @@ type Subscription struct {
 	// ever; consumers relist periodically, so a dropped hint is recovered. 0
 	// means DefaultMaxAttempts, a negative value means never drop.
 	MaxAttempts int
+	// NoAck has the broker forget each message as soon as it is sent (AMQP's no-ack mode),
+	// which spares it the bookkeeping of unacknowledged deliveries. It is for consumers
+	// that relist in OnConnect, so whatever a lost connection took with it is repaired, and
+	// whose handler does not fail: a handler error is logged and the message dropped (Retry
+	// and MaxAttempts do not apply), and Prefetch does not bound what is in flight.
+	NoAck bool
 }
 
 // Consumer consumes queues.

@@ -208,7 +208,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g.Add("recorder", recorder)
 	g.Add("pods-informer", podInf)
 	g.Add("nodes-informer", nodeInf)
-	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: handle,
+	// No acks: the handler never fails, and OnConnect relists, which repairs what a lost
+	// connection took with it.
+	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: handle, NoAck: true,
 		OnConnect: func(context.Context) error {
 			podInf.RequestRelist()
 			nodeInf.RequestRelist()

@@ -100,6 +100,9 @@ func (b *Bus) session(ctx context.Context, sub bus.Subscription, attempts map[st
 }
 
 func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subscription, attempts map[string]int) error {
+	if sub.NoAck {
+		return b.consumeNoAck(ctx, ch, sub)
+	}
 	if err := ch.Qos(sub.Prefetch, 0, false); err != nil {
 		return fmt.Errorf("set prefetch: %w", err)
 	}
@@ -169,16 +172,7 @@ func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subs
 		}
 		attempts[id]++
 		n := attempts[id]
-		err := sub.Handler(ctx, bus.Delivery{
-			Message: bus.Message{
-				RoutingKey: d.RoutingKey,
-				ID:         d.MessageId,
-				Body:       d.Body,
-				Headers:    fromTable(d.Headers),
-			},
-			Redelivered: d.Redelivered,
-			Attempt:     n,
-		})
+		err := sub.Handler(ctx, toDelivery(d, n))
 		if err != nil && sub.MaxAttempts > 0 && n >= sub.MaxAttempts {
 			b.log.Error("bus dropping message after repeated handler errors", "queue", sub.Queue,
 				"key", d.RoutingKey, "id", d.MessageId, "attempts", n, "err", err)
@@ -203,6 +197,37 @@ func (b *Bus) consumeChannel(ctx context.Context, ch *amqp.Channel, sub bus.Subs
 			return err
 		}
 		return errRecycle
+	}
+}
+
+// consumeNoAck handles deliveries the broker forgot as it sent them: nothing to acknowledge,
+// and nothing to redeliver when the handler fails.
+func (b *Bus) consumeNoAck(ctx context.Context, ch *amqp.Channel, sub bus.Subscription) error {
+	deliveries, err := ch.Consume(sub.Queue, "", true, false, false, false, nil)
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", sub.Queue, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case d, ok := <-deliveries:
+			if !ok {
+				return errors.New("delivery channel closed")
+			}
+			if err := sub.Handler(ctx, toDelivery(d, 1)); err != nil {
+				b.log.Warn("bus handler failed; message dropped (no-ack subscription)", "queue", sub.Queue,
+					"key", d.RoutingKey, "id", d.MessageId, "err", err)
+			}
+		}
+	}
+}
+
+func toDelivery(d amqp.Delivery, attempt int) bus.Delivery {
+	return bus.Delivery{
+		Message:     bus.Message{RoutingKey: d.RoutingKey, ID: d.MessageId, Body: d.Body, Headers: fromTable(d.Headers)},
+		Redelivered: d.Redelivered,
+		Attempt:     attempt,
 	}
 }
 

@@ -46,6 +46,7 @@ func Run(t *testing.T, newEnv Factory) {
 	t.Run("RoutesByPattern", func(t *testing.T) { testRouting(t, newEnv(t)) })
 	t.Run("RedeliversInOrderOnHandlerError", func(t *testing.T) { testRedelivery(t, newEnv(t)) })
 	t.Run("DropsAfterMaxAttempts", func(t *testing.T) { testMaxAttempts(t, newEnv(t)) })
+	t.Run("NoAckDropsWhatItsHandlerFails", func(t *testing.T) { testNoAck(t, newEnv(t)) })
 	t.Run("QueueSurvivesConsumerRestart", func(t *testing.T) { testDurable(t, newEnv(t)) })
 	t.Run("UnbindDropsAnOlderVersionsBinding", func(t *testing.T) { testUnbind(t, newEnv(t)) })
 	t.Run("OnConnectAfterForcedDisconnect", func(t *testing.T) { testReconnect(t, newEnv(t)) })
@@ -326,6 +327,28 @@ func testMaxAttempts(t *testing.T, env Env) {
 		ids = append(ids, r.ID)
 	}
 	if diff := cmp.Diff([]string{"poison", "poison", "poison", "next"}, ids); diff != "" {
+		t.Errorf("handler calls (-want +got):\n%s", diff)
+	}
+}
+
+// A no-ack subscription gets every message once, in order; one its handler fails is gone.
+func testNoAck(t *testing.T, env Env) {
+	rec := &recorder{}
+	consume(t, env.Bus, bus.Subscription{Queue: QueueName(t, "q"), Bindings: []string{"x.*"}, NoAck: true, Retry: fastRetry}, rec,
+		func(d bus.Delivery) bool { return d.ID == "m2" })
+	publish(t, env.Bus, msg("x.a", "m1"), msg("x.a", "m2"), msg("x.b", "m3"))
+	waitFor(t, "m3 handled", func() bool { return slices.Contains(rec.okIDs(), "m3") })
+	// A message sent after m3 fences off a late redelivery of m2.
+	publish(t, env.Bus, msg("x.a", "m4"))
+	waitFor(t, "m4 handled", func() bool { return slices.Contains(rec.okIDs(), "m4") })
+	got, _ := rec.snapshot()
+	want := []record{
+		{ID: "m1", Key: "x.a", Attempt: 1},
+		{ID: "m2", Key: "x.a", Attempt: 1, Err: true},
+		{ID: "m3", Key: "x.b", Attempt: 1},
+		{ID: "m4", Key: "x.a", Attempt: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("handler calls (-want +got):\n%s", diff)
 	}
 }

@@ -175,6 +175,18 @@ func (b *Bus) serve(ctx context.Context, sub bus.Subscription, gen int, attempts
 		d := bus.Delivery{Message: it.msg, Redelivered: it.redelivered, Attempt: attempts[it.seq]}
 		err := sub.Handler(ctx, d)
 
+		if sub.NoAck {
+			// The message was forgotten as it was handed out.
+			if err != nil {
+				b.log.Warn("bus handler failed; message dropped (no-ack subscription)", "queue", sub.Queue,
+					"key", it.msg.RoutingKey, "err", err)
+			}
+			delete(attempts, it.seq)
+			if ctx.Err() != nil || !b.connected(gen) {
+				return
+			}
+			continue
+		}
 		if err == nil && b.connected(gen) {
 			delete(attempts, it.seq)
 			continue
