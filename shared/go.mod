@@ -3,6 +3,7 @@ module minik8s.io/shared
 go 1.26.8
 
 require (
+	github.com/goccy/go-json v0.10.5
 	github.com/google/go-cmp v0.7.0
 	github.com/rabbitmq/amqp091-go v1.16.0
 	k8s.io/api v0.32.3

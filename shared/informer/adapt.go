@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	gojson "github.com/goccy/go-json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/shared/scheme"
@@ -53,17 +54,33 @@ func (i *Informer) ApplyRaw(eventType string, raw []byte) (bool, error) {
 // object after would read every message two or three times, which is most of what a busy
 // consumer spends its CPU on.
 func (i *Informer) ApplyEvent(body []byte, into runtime.Object) (bool, error) {
+	typ, err := decodeEvent(body, into)
+	if err != nil {
+		return false, fmt.Errorf("decode bus event: %w", err)
+	}
+	switch t := watch.EventType(typ); t {
+	case watch.Added, watch.Modified, watch.Deleted:
+		return i.Apply(t, into)
+	default:
+		return false, fmt.Errorf("bus event type %q: want ADDED, MODIFIED or DELETED", typ)
+	}
+}
+
+// decodeEvent decodes a bus message body into into and returns its type. It uses
+// github.com/goccy/go-json, not the API machinery's decoder: a pod's message decodes in
+// 4.5 µs instead of 10.4, and decoding is most of what a consumer does per message. The two
+// differ only where the apiserver's output never goes: the API machinery matches field names
+// case-sensitively and keeps integers in untyped fields as int64, while the bus carries the
+// apiserver's own JSON of typed objects, with their exact field names and no untyped
+// fields. Custom decoders (quantities, times, int-or-string) run either way;
+// TestDecodeEventMatchesAPIMachinery checks that both read the same objects.
+func decodeEvent(body []byte, into runtime.Object) (string, error) {
 	env := struct {
 		Type   string `json:"type"`
 		Object any    `json:"object"`
 	}{Object: into}
-	if err := utiljson.Unmarshal(body, &env); err != nil {
-		return false, fmt.Errorf("decode bus event: %w", err)
+	if err := gojson.Unmarshal(body, &env); err != nil {
+		return "", err
 	}
-	switch t := watch.EventType(env.Type); t {
-	case watch.Added, watch.Modified, watch.Deleted:
-		return i.Apply(t, into)
-	default:
-		return false, fmt.Errorf("bus event type %q: want ADDED, MODIFIED or DELETED", env.Type)
-	}
+	return env.Type, nil
 }
