@@ -79,7 +79,7 @@ func NewRoot(s Streams) *cobra.Command {
 	root.AddCommand(
 		newApply(o), newCreate(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
 		newLogs(o), newVersion(o), newAPIResources(o),
-		newCordon(o), newUncordon(o), newDrain(o),
+		newCordon(o), newUncordon(o), newDrain(o), newLabel(o),
 	)
 	return root
 }
