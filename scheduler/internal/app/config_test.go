@@ -2,6 +2,7 @@ package app
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,10 @@ func TestValidate(t *testing.T) {
 		{"debug address without port", func(c *Config) { c.DebugAddress = "127.0.0.1" }, "--debug-address"},
 		{"percentage over 100", func(c *Config) { c.PercentageOfNodesToScore = 101 }, "--percentage-of-nodes-to-score 101"},
 		{"unknown strategy", func(c *Config) { c.Strategy = "fastest" }, "--strategy"},
+		{"procs default", func(c *Config) { c.Procs = DefaultProcs }, ""},
+		{"procs one per CPU", func(c *Config) { c.Procs = 0 }, ""},
+		{"procs negative", func(c *Config) { c.Procs = -1 }, "--procs -1"},
+		{"procs too many", func(c *Config) { c.Procs = 5000 }, "--procs 5000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()
@@ -40,5 +45,23 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// ApplyProcs sets GOMAXPROCS from the flag, unless the environment variable chose or the flag
+// asks for Go's default.
+func TestApplyProcs(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+	want := before + 1
+	if got := ApplyProcs(want, ""); got != want || runtime.GOMAXPROCS(0) != want {
+		t.Errorf("ApplyProcs(%d, \"\") = %d, GOMAXPROCS %d; want both %d", want, got, runtime.GOMAXPROCS(0), want)
+	}
+	runtime.GOMAXPROCS(before)
+	if got := ApplyProcs(want, "3"); got != before || runtime.GOMAXPROCS(0) != before {
+		t.Errorf("with GOMAXPROCS set in the environment: ApplyProcs = %d, GOMAXPROCS %d; want both unchanged %d", got, runtime.GOMAXPROCS(0), before)
+	}
+	if got := ApplyProcs(0, ""); got != before || runtime.GOMAXPROCS(0) != before {
+		t.Errorf("ApplyProcs(0) = %d, GOMAXPROCS %d; want both unchanged %d", got, runtime.GOMAXPROCS(0), before)
 	}
 }
