@@ -124,7 +124,9 @@ type Subscription struct {
 	// which spares it the bookkeeping of unacknowledged deliveries. It is for consumers
 	// that relist in OnConnect, so whatever a lost connection took with it is repaired, and
 	// whose handler does not fail: a handler error is logged and the message dropped (Retry
-	// and MaxAttempts do not apply), and Prefetch does not bound what is in flight.
+	// and MaxAttempts do not apply) until the next relist. Prefetch does not bound what is
+	// in flight, so what waited in the queue while nobody consumed is purged on connect,
+	// before OnConnect: the relist covers it, and a backlog would arrive all at once.
 	NoAck bool
 }
 

@@ -74,6 +74,13 @@ func (b *Bus) session(ctx context.Context, sub bus.Subscription, attempts map[st
 			return false, fmt.Errorf("unbind queue %s from %s: %w", sub.Queue, p, err)
 		}
 	}
+	if sub.NoAck {
+		// What waited in the queue is older than the relist OnConnect makes, and a no-ack
+		// consumer would take all of it at once into memory (prefetch does not bound it).
+		if _, err := ch.QueuePurge(sub.Queue, false); err != nil {
+			return false, fmt.Errorf("purge queue %s: %w", sub.Queue, err)
+		}
+	}
 	// Bound before the hook runs: whatever changes after the relist starts is
 	// already queued for us.
 	if sub.OnConnect != nil {

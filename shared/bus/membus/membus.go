@@ -160,6 +160,9 @@ func (b *Bus) declare(sub bus.Subscription) int {
 	for _, p := range sub.Unbind {
 		delete(q.bindings, p)
 	}
+	if sub.NoAck {
+		q.items = nil // as amqpbus: the OnConnect relist covers what waited
+	}
 	return b.gen
 }
 
