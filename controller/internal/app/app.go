@@ -126,9 +126,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
 	g.Add("recorder", recorder)
 	g.Add("informers", factory)
-	g.Add("bus", run.Func(func(ctx context.Context) error {
+	// Only the leader consumes: every controller-manager shares one durable queue, and the
+	// broker splits a queue's messages among its consumers, so a standby consuming too would
+	// take half of the leader's changes. A standby's caches follow the periodic relist; the
+	// new leader's connect relists them all (OnConnect).
+	controllersGroup.Add("bus", run.Func(func(ctx context.Context) error {
 		return b.Consume(ctx, bus.Subscription{
 			Queue: cfg.Queue, Bindings: bindings, Handler: factory.Handle,
+			// Handle never fails (what it cannot apply, the relist repairs), so the broker
+			// need not track acknowledgements.
+			NoAck: true,
 			// Anything changed from now on is in the queue: relist to catch up on the rest.
 			OnConnect: func(context.Context) error { factory.RelistAll(); return nil },
 		})

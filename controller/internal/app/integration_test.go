@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,4 +242,114 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// watchWriter calls seen the first time a line holding want is written.
+type watchWriter struct {
+	w    io.Writer
+	want string
+	seen func()
+}
+
+func (w watchWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.want) {
+		w.seen()
+	}
+	return w.w.Write(p)
+}
+
+// TestOnlyTheLeaderConsumes runs two controller-managers with leader election: only the one
+// holding the Lease consumes the shared queue (a standby consuming too would take half of
+// the leader's changes), and the standby starts consuming when it takes over.
+func TestOnlyTheLeaderConsumes(t *testing.T) {
+	amqptest.Require(t)
+	amqpURL := amqptest.VHost(t)
+	home := apiservertest.Start(t, amqpURL)
+	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](admin)
+	// started is closed when a controller-manager logs that it starts its parts (the bus
+	// consumer among them, were it not kept for the leader).
+	var startedOnce sync.Once
+	started := make(chan struct{})
+	log := slog.New(slog.NewTextHandler(watchWriter{testWriter{t}, "msg=starting identity=cm-b", func() { startedOnce.Do(func() { close(started) }) }},
+		&slog.HandlerOptions{Level: slog.LevelInfo}))
+	start := func(identity string) (stop func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, Config{
+				Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
+				AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: identity,
+				NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
+				LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+				ShutdownTimeout: 20 * time.Second,
+			}, log.With("identity", identity))
+		}()
+		stopped := false
+		stop = func() {
+			if stopped {
+				return
+			}
+			stopped = true
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Logf("controller-manager %s: %v", identity, err)
+				}
+			case <-time.After(45 * time.Second):
+				t.Errorf("controller-manager %s did not stop within 45s", identity)
+			}
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	holder := func(ctx context.Context) (string, error) {
+		l, err := leases.Get(ctx, LeaseNamespace, LeaseName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return "", err
+		}
+		return *l.Spec.HolderIdentity, nil
+	}
+	consumers := func() (int, error) { return amqptest.Consumers(amqpURL, "controller-manager") }
+
+	stopA := start("cm-a")
+	waitUntil(t, "cm-a to lead and consume", func(ctx context.Context) (bool, error) {
+		h, err := holder(ctx)
+		if err != nil || h != "cm-a" {
+			return false, err
+		}
+		n, err := consumers()
+		return n == 1, err
+	})
+	start("cm-b")
+	select {
+	case <-started:
+	case <-time.After(waitTimeout):
+		t.Fatal("cm-b never logged that it starts")
+	}
+	// cm-b runs as a standby: for a few seconds, long enough for it to connect and consume
+	// if it would, the leader must stay the only consumer.
+	for range 8 {
+		time.Sleep(500 * time.Millisecond)
+		if n, err := consumers(); err != nil || n != 1 {
+			t.Fatalf("the queue has %d consumers (%v) with one leader and one standby; want 1", n, err)
+		}
+	}
+	stopA()
+	waitUntil(t, "cm-b to take over and consume", func(ctx context.Context) (bool, error) {
+		h, err := holder(ctx)
+		if err != nil || h != "cm-b" {
+			return false, err
+		}
+		n, err := consumers()
+		return n == 1, err
+	})
 }

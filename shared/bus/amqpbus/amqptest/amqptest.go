@@ -240,3 +240,22 @@ func QueueState(ctx context.Context, vhost, queue string) (exists bool, ready, u
 	}
 	return true, q.Ready, q.Unacked, nil
 }
+
+// Consumers is how many consumers queue has on the broker at amqpURL, from a passive declare
+// (exact at once, unlike the management API's counts); a queue that does not exist is an error.
+func Consumers(amqpURL, queue string) (int, error) {
+	conn, err := amqp.DialConfig(amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		return 0, err
+	}
+	return q.Consumers, nil
+}
