@@ -69,9 +69,10 @@ type Config struct {
 const DefaultProcs = 1
 
 // ApplyProcs sets GOMAXPROCS to procs unless the GOMAXPROCS environment variable (env)
-// already chose, or procs is 0; it returns the value in force.
+// already chose (a positive integer: Go ignores anything else), or procs is 0; it returns
+// the value in force.
 func ApplyProcs(procs int, env string) int {
-	if env != "" || procs <= 0 {
+	if n, err := strconv.Atoi(env); (err == nil && n > 0) || procs <= 0 {
 		return goruntime.GOMAXPROCS(0)
 	}
 	goruntime.GOMAXPROCS(procs)

@@ -61,6 +61,10 @@ func TestApplyProcs(t *testing.T) {
 	if got := ApplyProcs(want, "3"); got != before || runtime.GOMAXPROCS(0) != before {
 		t.Errorf("with GOMAXPROCS set in the environment: ApplyProcs = %d, GOMAXPROCS %d; want both unchanged %d", got, runtime.GOMAXPROCS(0), before)
 	}
+	if got := ApplyProcs(want, "abc"); got != want || runtime.GOMAXPROCS(0) != want {
+		t.Errorf("with an invalid GOMAXPROCS, which Go ignores: ApplyProcs = %d, GOMAXPROCS %d; want both %d", got, runtime.GOMAXPROCS(0), want)
+	}
+	runtime.GOMAXPROCS(before)
 	if got := ApplyProcs(0, ""); got != before || runtime.GOMAXPROCS(0) != before {
 		t.Errorf("ApplyProcs(0) = %d, GOMAXPROCS %d; want both unchanged %d", got, runtime.GOMAXPROCS(0), before)
 	}

@@ -197,13 +197,15 @@ func TestNodeInfoCopyTo(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
 	}
 	port := func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 80}} }
-	src := used(info(node("a"), pod("p", requests("250m", "1Gi"), ownedBy("rs"), port, gpu)), "100m", "")
+	n := node("a")
+	mk := func() *NodeInfo { return used(info(n, pod("p", requests("250m", "1Gi"), ownedBy("rs"), port, gpu)), "100m", "") }
+	src, want := mk(), mk() // want is built apart, so it shares nothing with src or the copy
+	want.Usage.Time = src.Usage.Time
 	dst := info(node("b"), pod("q", requests("1", ""), ownedBy("other"), gpu), pod("r", ownedBy("third")))
 	src.CopyTo(dst)
 	if diff := cmp.Diff(src, dst, cmp.AllowUnexported(NodeInfo{})); diff != "" {
 		t.Fatalf("copy differs from its source (-src +copy):\n%s", diff)
 	}
-	want := src.Clone()
 	dst.PodsByOwner["rs"] = 7
 	dst.Requested.Scalar["example.com/gpu"] = 9
 	dst.Ports[0].Port = 81
