@@ -23,12 +23,16 @@ type labelChange struct {
 	remove []string
 }
 
-// parseLabelArgs splits kubectl label's arguments, as kubectl does: KEY=VALUE sets, KEY-
-// removes, anything else names resources.
+// parseLabelArgs splits kubectl label's arguments, as kubectl does: resources first, then
+// KEY=VALUE to set and KEY- to remove.
 func parseLabelArgs(args []string) (resources []string, ch labelChange, err error) {
 	ch.set = map[string]string{}
 	var errs []error
-	for _, a := range args {
+	for i, a := range args {
+		isLabel := strings.Contains(a, "=") || strings.HasSuffix(a, "-")
+		if !isLabel && len(resources) < i {
+			return nil, labelChange{}, errors.New("all resources must be specified before label changes: " + a)
+		}
 		switch {
 		case strings.Contains(a, "="):
 			k, v, _ := strings.Cut(a, "=")
@@ -107,15 +111,22 @@ func newLabel(o *options) *cobra.Command {
 			"letters, numbers, hyphens, dots, and underscores, up to 63 characters each; a key may have a DNS subdomain prefix. " +
 			"KEY- removes a label. Changing an existing label's value needs --overwrite.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var resArgs []string
-			var ch labelChange
-			if list {
-				resArgs = args
-			} else {
-				var err error
-				if resArgs, ch, err = parseLabelArgs(args); err != nil {
-					return err
+			resArgs, ch, err := parseLabelArgs(args)
+			if list && err != nil {
+				// --list reads labels; changes named with it are ignored, as kubectl does.
+				for i, a := range args {
+					if strings.Contains(a, "=") || strings.HasSuffix(a, "-") {
+						args = args[:i]
+						break
+					}
 				}
+				resArgs, err = args, nil
+			}
+			if err != nil {
+				return err
+			}
+			if len(resArgs) == 0 {
+				return errors.New("one or more resources must be specified as <resource> <name> or <resource>/<name>")
 			}
 			targets, err := parseTargets(resArgs)
 			if err != nil {
@@ -159,8 +170,9 @@ func newLabel(o *options) *cobra.Command {
 						if _, err := dyn.Patch(cmd.Context(), ns, name, types.MergePatchType, patch, ""); err != nil {
 							return err
 						}
+						// As kubectl words it: a change that shortens the labels "unlabeled".
 						msg = "labeled"
-						if !overwrite && len(after) < len(labels) {
+						if !overwrite && jsonLen(after) < jsonLen(labels) {
 							msg = "unlabeled"
 						}
 					}
@@ -173,4 +185,9 @@ func newLabel(o *options) *cobra.Command {
 	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "If true, allow labels to be overwritten, otherwise reject label updates that overwrite existing labels.")
 	cmd.Flags().BoolVar(&list, "list", false, "If true, display the labels for a given resource.")
 	return cmd
+}
+
+func jsonLen(labels map[string]string) int {
+	b, _ := json.Marshal(labels)
+	return len(b)
 }

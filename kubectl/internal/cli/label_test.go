@@ -43,6 +43,12 @@ func TestLabel(t *testing.T) {
 		{name: "no resource", args: []string{"label", "zone=a"}, wantCode: 1, wantErr: "one or more resources must be specified"},
 		{name: "list", args: []string{"label", "--list", "node", "vm"},
 			wantOut: "Listing labels for node/vm:\n disk=hdd\n kubernetes.io/hostname=vm\n"},
+		{name: "list ignores changes", args: []string{"label", "--list", "node", "vm", "zone=a"},
+			wantOut: "Listing labels for node/vm:\n disk=hdd\n kubernetes.io/hostname=vm\n"},
+		{name: "a resource after a label", args: []string{"label", "node", "vm", "zone=a", "extra"}, wantCode: 1,
+			wantErr: "all resources must be specified before label changes: extra"},
+		{name: "remove a long one, add a short one", args: []string{"label", "node", "vm", "kubernetes.io/hostname-", "z=a"},
+			wantOut: "node/vm unlabeled\n", wantPatch: `{"metadata":{"labels":{"kubernetes.io/hostname":null,"z":"a"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
