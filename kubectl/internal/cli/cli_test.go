@@ -179,6 +179,24 @@ func TestGet(t *testing.T) {
 			wantOut: "deployment.apps/d1\n"},
 		{name: "unknown type", args: []string{"get", "widgets"}, routes: map[string]http.HandlerFunc{},
 			wantErr: "error: the server doesn't have a resource type \"widgets\"\n", wantCode: 1},
+		{name: "jsonpath of one object", args: []string{"get", "node", "vm", "-o", "jsonpath={.metadata.name} {.spec.taints[?(@.effect==\"NoSchedule\")].key} {.spec.taints}"},
+			routes: map[string]http.HandlerFunc{"GET /api/v1/nodes/vm": jsonReply(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"vm"},` +
+				`"spec":{"taints":[{"key":"a","effect":"NoSchedule"},{"key":"b","effect":"NoExecute"}]}}`)},
+			wantOut: `vm a [{"effect":"NoSchedule","key":"a"},{"effect":"NoExecute","key":"b"}]`},
+		{name: "jsonpath range over a list", args: []string{"get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}{"\t"}{.spec.nodeName}{"\n"}{end}`},
+			routes: map[string]http.HandlerFunc{"GET /api/v1/namespaces/default/pods": jsonReply(`{"kind":"PodList","apiVersion":"v1","items":[` +
+				`{"metadata":{"name":"a"},"spec":{"nodeName":"n1"}},{"metadata":{"name":"b"},"spec":{}}]}`)},
+			wantOut: "a\tn1\nb\t\n"},
+		{name: "jsonpath with a missing key prints nothing for it", args: []string{"get", "pods", "-o", "jsonpath={.items[*].status.podIP}"},
+			routes: map[string]http.HandlerFunc{"GET /api/v1/namespaces/default/pods": jsonReply(`{"kind":"PodList","apiVersion":"v1","items":[` +
+				`{"metadata":{"name":"a"},"status":{"podIP":"10.0.0.1"}},{"metadata":{"name":"b"}}]}`)},
+			wantOut: "10.0.0.1"},
+		{name: "jsonpath that does not parse", args: []string{"get", "pods", "-o", "jsonpath={.items[*"}, routes: map[string]http.HandlerFunc{},
+			wantErr: "error: error parsing jsonpath {.items[*, unterminated array\n", wantCode: 1},
+		{name: "jsonpath without a template", args: []string{"get", "pods", "-o", "jsonpath"}, routes: map[string]http.HandlerFunc{},
+			wantErr: "error: template format specified but no template given\n", wantCode: 1},
+		{name: "unknown output", args: []string{"get", "pods", "-o", "xml"}, routes: map[string]http.HandlerFunc{},
+			wantErr: "error: unable to match a printer suitable for the output format \"xml\", allowed formats are: json,jsonpath,jsonpath-file,name,wide,yaml\n", wantCode: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

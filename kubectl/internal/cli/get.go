@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/jsonpath"
 
 	"minik8s.io/kubectl/internal/printer"
 	"minik8s.io/shared/client"
@@ -79,6 +81,40 @@ type getFlags struct {
 	output, selector, fieldSelector string
 	allNamespaces, watch            bool
 	showLabels, noHeaders           bool
+	// template and jsonPath are -o jsonpath's; output is then "jsonpath".
+	template string
+	jsonPath *jsonpath.JSONPath
+}
+
+// parseOutput checks -o and, for jsonpath=TEMPLATE or jsonpath-file=FILE, reads and parses the
+// template, so a bad one fails before any request.
+func (g *getFlags) parseOutput() error {
+	format, arg, hasArg := strings.Cut(g.output, "=")
+	switch format {
+	case "", "wide", "yaml", "json", "name":
+		if !hasArg {
+			return nil
+		}
+	case "jsonpath", "jsonpath-file":
+		if !hasArg || arg == "" {
+			return errors.New("template format specified but no template given")
+		}
+		g.template = arg
+		if format == "jsonpath-file" {
+			data, err := os.ReadFile(arg)
+			if err != nil {
+				return fmt.Errorf("error reading --template %s, %w", arg, err)
+			}
+			g.template = string(data)
+		}
+		jp, err := printer.ParseJSONPath(g.template)
+		if err != nil {
+			return err
+		}
+		g.output, g.jsonPath = "jsonpath", jp
+		return nil
+	}
+	return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json,jsonpath,jsonpath-file,name,wide,yaml", g.output)
 }
 
 func newGet(o *options) *cobra.Command {
@@ -91,10 +127,8 @@ func newGet(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			switch g.output {
-			case "", "wide", "yaml", "json", "name":
-			default:
-				return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json,name,wide,yaml", g.output)
+			if err := g.parseOutput(); err != nil {
+				return err
 			}
 			cl, err := o.client()
 			if err != nil {
@@ -107,14 +141,14 @@ func newGet(o *options) *cobra.Command {
 				return o.watchTable(cmd.Context(), cl, targets[0], g)
 			}
 			switch g.output {
-			case "yaml", "json", "name":
+			case "yaml", "json", "name", "jsonpath":
 				return o.getObjects(cmd.Context(), cl, targets, g)
 			}
 			return o.getTables(cmd.Context(), cl, targets, g)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&g.output, "output", "o", "", "Output format. One of: (json, yaml, name, wide).")
+	f.StringVarP(&g.output, "output", "o", "", "Output format. One of: (json, yaml, name, wide, jsonpath=TEMPLATE, jsonpath-file=FILE).")
 	f.StringVarP(&g.selector, "selector", "l", "", "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin'.")
 	f.StringVar(&g.fieldSelector, "field-selector", "", "Selector (field query) to filter on, supports '=', '==', and '!='.")
 	f.BoolVarP(&g.allNamespaces, "all-namespaces", "A", false, "If present, list the requested object(s) across all namespaces.")
@@ -227,6 +261,12 @@ func (o *options) getObjects(ctx context.Context, cl *client.Client, targets []t
 	if g.output == "name" {
 		for _, obj := range objs {
 			fmt.Fprintf(o.Out, "%s/%s\n", printer.KindName(obj.GroupVersionKind()), obj.GetName())
+		}
+	} else if g.output == "jsonpath" {
+		if len(objs) > 0 || !single {
+			if err := printer.JSONPath(o.Out, g.jsonPath, g.template, objs, single); err != nil {
+				return err
+			}
 		}
 	} else if len(objs) > 0 || !single {
 		if err := printer.Objects(o.Out, g.output, objs, single); err != nil {
