@@ -28,6 +28,27 @@ func Start(t *testing.T, amqpURL string) (home string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := build(t, dir)
+	// A port found free can be taken before the apiserver binds it (by another test
+	// process's connection, say): then it exits at once, and another try picks new ports.
+	for attempt := 1; ; attempt++ {
+		home, portTaken := start(t, bin, filepath.Join(dir, "try"+strconv.Itoa(attempt)), amqpURL)
+		if !portTaken {
+			return home
+		}
+		if attempt == 3 {
+			t.Fatalf("apiserver could not bind its ports in %d tries", attempt)
+		}
+		t.Logf("apiserver start, try %d: a port was taken before it bound it; trying other ports", attempt)
+	}
+}
+
+// start runs bin once in dir and waits for /readyz. portTaken reports an apiserver that
+// exited before it was ready because a port was in use; any other failure fails the test.
+func start(t *testing.T, bin, dir, amqpURL string) (home string, portTaken bool) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// Distinct free ports, released just before the apiserver binds them.
 	var ports []int
 	var listeners []net.Listener
@@ -85,13 +106,16 @@ func Start(t *testing.T, amqpURL string) (home string) {
 	for {
 		select {
 		case <-exited:
+			if log := tail(); strings.Contains(log, "address already in use") {
+				return "", true
+			}
 			t.Fatalf("apiserver exited before it was ready:\n%s", tail())
 		default:
 		}
 		if resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return home
+				return home, false
 			}
 		}
 		if time.Now().After(deadline) {

@@ -1,10 +1,12 @@
 package outbox
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,13 +23,26 @@ func startEtcd(t testing.TB) *clientv3.Client {
 	cfg.Name = "outbox-test"
 	cfg.Dir = t.TempDir()
 	cfg.LogLevel = "error"
-	client, peer := freeURL(t), freeURL(t)
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("start embedded etcd: %v", err)
+	// A port found free can be taken before etcd binds it (by another test process's
+	// connection, say): try again with new ports, a few times.
+	var e *embed.Etcd
+	var client url.URL
+	for attempt := 1; ; attempt++ {
+		var peer url.URL
+		client, peer = freeURL(t), freeURL(t)
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+		var err error
+		if e, err = embed.StartEtcd(cfg); err == nil {
+			break
+		}
+		inUse := errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+		if !inUse || attempt == 5 {
+			t.Fatalf("start embedded etcd: %v", err)
+		}
+		t.Logf("start embedded etcd, attempt %d: %v; trying other ports", attempt, err)
+		cfg.Dir = t.TempDir()
 	}
 	t.Cleanup(e.Close)
 	select {
