@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,14 +45,21 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	ctx := context.Background()
-	emb, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{
-		DataDir:   dir,
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort()),
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort()),
-	}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "embedded etcd:", err)
-		os.Exit(1)
+	// A port found free can be taken before etcd binds it: try again with new ports.
+	var emb *etcdstore.Embedded
+	for attempt := 1; ; attempt++ {
+		emb, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{
+			DataDir:   filepath.Join(dir, strconv.Itoa(attempt)),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort()),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort()),
+		}, slog.New(slog.DiscardHandler))
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
+			fmt.Fprintln(os.Stderr, "embedded etcd:", err)
+			os.Exit(1)
+		}
 	}
 	cli, err := etcdstore.Dial([]string{emb.URL})
 	if err != nil {
