@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,8 @@ type apiserver struct {
 	// bindAddress (default 127.0.0.1) is where it listens and what its kubeconfigs name;
 	// amqpURL (default amqptest.URL()) is the broker its outbox publishes to.
 	bindAddress, amqpURL string
+	// started is set once a start succeeded: from then on its ports are fixed.
+	started bool
 }
 
 // newAPIServer picks free ports for a server whose state lives in home. It starts nothing.
@@ -109,8 +112,46 @@ func (s *apiserver) host() string {
 	return "127.0.0.1"
 }
 
-// start runs the apiserver and waits until /readyz answers ok.
+// start runs the apiserver and waits until /readyz answers ok. A first start tries again
+// when one of its ports, found free, was taken before the apiserver bound it (by another
+// test process's connection, say), with a new port in its place; later starts keep the
+// ports, as a restart must.
 func (s *apiserver) start(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := s.startOnce(ctx)
+		if err == nil {
+			s.started = true
+			return nil
+		}
+		if s.started || attempt == 3 {
+			return err
+		}
+		m := portTaken.FindStringSubmatch(err.Error())
+		if m == nil {
+			return err
+		}
+		taken, _ := strconv.Atoi(m[1])
+		fresh, ferr := freePorts(1)
+		if ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		switch taken {
+		case s.port:
+			s.port = fresh[0]
+		case s.etcdPort:
+			s.etcdPort = fresh[0]
+		case s.peerPort:
+			s.peerPort = fresh[0]
+		default:
+			return err
+		}
+	}
+}
+
+// portTaken finds the port of a failed bind in an apiserver's log.
+var portTaken = regexp.MustCompile(`:(\d+): bind: address already in use`)
+
+func (s *apiserver) startOnce(ctx context.Context) error {
 	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open apiserver log: %w", err)

@@ -66,3 +66,38 @@ func TestStartReportsEarlyExit(t *testing.T) {
 		}
 	}
 }
+
+// TestStartRetriesATakenPort starts a "binary" that always finds its secure port taken:
+// Start must try three times, each with another port in place of the taken one.
+func TestStartRetriesATakenPort(t *testing.T) {
+	home := t.TempDir()
+	calls := filepath.Join(home, "calls")
+	bin := filepath.Join(home, "fake-apiserver")
+	script := "#!/bin/sh\necho \"$@\" >> " + calls + "\n" +
+		"while [ $# -gt 0 ]; do if [ \"$1\" = --secure-port ]; then port=$2; fi; shift; done\n" +
+		"echo \"listen: listen tcp 127.0.0.1:$port: bind: address already in use\" >&2\nexit 1\n"
+	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(t.Context(), Options{Binary: bin, Home: home})
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start = %v, want the bind error", err)
+	}
+	data, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for _, line := range lines {
+		f := strings.Fields(line)
+		for i := range f[:len(f)-1] {
+			if f[i] == "--secure-port" {
+				ports[f[i+1]] = true
+			}
+		}
+	}
+	if len(lines) != 3 || len(ports) != 3 {
+		t.Errorf("%d starts with %d distinct secure ports, want 3 and 3:\n%s", len(lines), len(ports), data)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +64,34 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A port found free can be taken before the apiserver binds it (by another process's
+	// connection, say): then try again with a new port in its place.
+	for attempt := 1; ; attempt++ {
+		p, err := start(ctx, opts, ports)
+		if err == nil || attempt == 3 {
+			return p, err
+		}
+		m := portTaken.FindStringSubmatch(err.Error())
+		if m == nil {
+			return nil, err
+		}
+		taken, _ := strconv.Atoi(m[1])
+		i := slices.Index(ports, taken)
+		if i < 0 {
+			return nil, err
+		}
+		fresh, ferr := FreePorts(1)
+		if ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		ports[i] = fresh[0]
+	}
+}
+
+// portTaken finds the port of a failed bind in an apiserver's log.
+var portTaken = regexp.MustCompile(`:(\d+): bind: address already in use`)
+
+func start(ctx context.Context, opts Options, ports []int) (*Process, error) {
 	if err := os.MkdirAll(opts.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create apiserver home: %w", err)
 	}
