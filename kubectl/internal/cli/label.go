@@ -23,35 +23,42 @@ type labelChange struct {
 	remove []string
 }
 
-// parseLabelArgs splits kubectl label's arguments, as kubectl does: resources first, then
-// KEY=VALUE to set and KEY- to remove.
-func parseLabelArgs(args []string) (resources []string, ch labelChange, err error) {
-	ch.set = map[string]string{}
+// isLabelArg tells a label change (KEY=VALUE sets, KEY- removes) from a resource argument.
+func isLabelArg(a string) bool { return strings.Contains(a, "=") || strings.HasSuffix(a, "-") }
+
+// splitLabelArgs splits kubectl label's arguments as kubectl does: resources first, then
+// the label changes.
+func splitLabelArgs(args []string) (resources, changes []string, err error) {
+	i := slices.IndexFunc(args, isLabelArg)
+	if i < 0 {
+		return args, nil, nil
+	}
+	if j := slices.IndexFunc(args[i:], func(a string) bool { return !isLabelArg(a) }); j >= 0 {
+		return nil, nil, errors.New("all resources must be specified before label changes: " + args[i+j])
+	}
+	return args[:i], args[i:], nil
+}
+
+// parseLabelChanges checks KEY=VALUE and KEY- arguments and collects them.
+func parseLabelChanges(changes []string) (labelChange, error) {
+	ch := labelChange{set: map[string]string{}}
 	var errs []error
-	for i, a := range args {
-		isLabel := strings.Contains(a, "=") || strings.HasSuffix(a, "-")
-		if !isLabel && len(resources) < i {
-			return nil, labelChange{}, errors.New("all resources must be specified before label changes: " + a)
+	for _, a := range changes {
+		k, v, set := strings.Cut(a, "=")
+		if !set {
+			k = strings.TrimSuffix(a, "-")
 		}
-		switch {
-		case strings.Contains(a, "="):
-			k, v, _ := strings.Cut(a, "=")
-			for _, msg := range validation.IsQualifiedName(k) {
-				errs = append(errs, fmt.Errorf("invalid label spec: %s: key: %s", a, msg))
-			}
-			for _, msg := range validation.IsValidLabelValue(v) {
-				errs = append(errs, fmt.Errorf("invalid label spec: %s: value: %s", a, msg))
-			}
-			ch.set[k] = v
-		case strings.HasSuffix(a, "-"):
-			k := strings.TrimSuffix(a, "-")
-			for _, msg := range validation.IsQualifiedName(k) {
-				errs = append(errs, fmt.Errorf("invalid label spec: %s: key: %s", a, msg))
-			}
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, fmt.Errorf("invalid label spec: %s: key: %s", a, msg))
+		}
+		if !set {
 			ch.remove = append(ch.remove, k)
-		default:
-			resources = append(resources, a)
+			continue
 		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, fmt.Errorf("invalid label spec: %s: value: %s", a, msg))
+		}
+		ch.set[k] = v
 	}
 	for _, k := range ch.remove {
 		if _, ok := ch.set[k]; ok {
@@ -59,15 +66,12 @@ func parseLabelArgs(args []string) (resources []string, ch labelChange, err erro
 		}
 	}
 	if len(errs) > 0 {
-		return nil, labelChange{}, errors.Join(errs...)
+		return labelChange{}, errors.Join(errs...)
 	}
 	if len(ch.set) == 0 && len(ch.remove) == 0 {
-		return nil, labelChange{}, errors.New("at least one label update is required")
+		return labelChange{}, errors.New("at least one label update is required")
 	}
-	if len(resources) == 0 {
-		return nil, labelChange{}, errors.New("one or more resources must be specified as <resource> <name> or <resource>/<name>")
-	}
-	return resources, ch, nil
+	return ch, nil
 }
 
 // apply works out the labels after the change and the merge patch that makes it; it refuses
@@ -111,19 +115,15 @@ func newLabel(o *options) *cobra.Command {
 			"letters, numbers, hyphens, dots, and underscores, up to 63 characters each; a key may have a DNS subdomain prefix. " +
 			"KEY- removes a label. Changing an existing label's value needs --overwrite.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resArgs, ch, err := parseLabelArgs(args)
-			if list && err != nil {
-				// --list reads labels; changes named with it are ignored, as kubectl does.
-				for i, a := range args {
-					if strings.Contains(a, "=") || strings.HasSuffix(a, "-") {
-						args = args[:i]
-						break
-					}
-				}
-				resArgs, err = args, nil
-			}
+			resArgs, changes, err := splitLabelArgs(args)
 			if err != nil {
 				return err
+			}
+			var ch labelChange
+			if !list { // --list reads labels; changes named with it are ignored, as kubectl does
+				if ch, err = parseLabelChanges(changes); err != nil {
+					return err
+				}
 			}
 			if len(resArgs) == 0 {
 				return errors.New("one or more resources must be specified as <resource> <name> or <resource>/<name>")

@@ -198,7 +198,9 @@ func TestNodeInfoCopyTo(t *testing.T) {
 	}
 	port := func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 80}} }
 	n := node("a")
-	mk := func() *NodeInfo { return used(info(n, pod("p", requests("250m", "1Gi"), ownedBy("rs"), port, gpu)), "100m", "") }
+	mk := func() *NodeInfo {
+		return used(info(n, pod("p", requests("250m", "1Gi"), ownedBy("rs"), port, gpu)), "100m", "")
+	}
 	src, want := mk(), mk() // want is built apart, so it shares nothing with src or the copy
 	want.Usage.Time = src.Usage.Time
 	dst := info(node("b"), pod("q", requests("1", ""), ownedBy("other"), gpu), pod("r", ownedBy("third")))
