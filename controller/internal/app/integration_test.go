@@ -59,46 +59,67 @@ func condition(n *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeConditi
 	return nil
 }
 
-// TestNodeLifecycle runs the controller-manager against a real apiserver and RabbitMQ, plays a
-// kubelet by renewing a Lease by hand, and checks the whole cycle: unreachable, eviction,
-// recovery, deletion.
-func TestNodeLifecycle(t *testing.T) {
+// startAPIServer starts an apiserver publishing to a private vhost (the shared
+// controller-manager queue belongs to the running cluster) and returns its home, the vhost's
+// URL and an admin client.
+func startAPIServer(t *testing.T) (home, amqpURL string, admin *client.Client) {
+	t.Helper()
 	amqptest.Require(t)
-	// A private vhost: the shared controller-manager queue belongs to the running cluster.
-	amqpURL := amqptest.VHost(t)
-	home := apiservertest.Start(t, amqpURL)
+	amqpURL = amqptest.VHost(t)
+	home = apiservertest.Start(t, amqpURL)
 	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := client.New(ccfg)
-	if err != nil {
+	if admin, err = client.New(ccfg); err != nil {
 		t.Fatal(err)
 	}
+	return home, amqpURL, admin
+}
+
+// runControllerManager runs Run with cfg until stop is called, or the test ends. stop
+// returns Run's error, the same on every call; a Run that does not return within 45 s of
+// being stopped fails the test.
+func runControllerManager(t *testing.T, cfg Config, log *slog.Logger) (stop func() error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, log) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(45 * time.Second):
+				t.Errorf("controller-manager %s did not stop within 45s", cfg.Identity)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// TestNodeLifecycle runs the controller-manager against a real apiserver and RabbitMQ, plays a
+// kubelet by renewing a Lease by hand, and checks the whole cycle: unreachable, eviction,
+// recovery, deletion.
+func TestNodeLifecycle(t *testing.T) {
+	home, amqpURL, admin := startAPIServer(t)
 	nodes := client.MustFor[*corev1.Node, *corev1.NodeList](admin)
 	pods := client.MustFor[*corev1.Pod, *corev1.PodList](admin)
 	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](admin)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{
-			Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
-			AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second,
-			NodeMonitorGracePeriod: 3 * time.Second, PodEvictionTimeout: 5 * time.Second, NodeMonitorPeriod: time.Second,
-			LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			ShutdownTimeout: 20 * time.Second,
-		}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	}()
+	stop := runControllerManager(t, Config{
+		Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
+		AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second,
+		NodeMonitorGracePeriod: 3 * time.Second, PodEvictionTimeout: 5 * time.Second, NodeMonitorPeriod: time.Second,
+		LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		ShutdownTimeout: 20 * time.Second,
+	}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller-manager: %v", err)
-			}
-		case <-time.After(45 * time.Second):
-			t.Error("controller-manager did not stop within 45s")
+		if err := stop(); err != nil {
+			t.Errorf("controller-manager: %v", err)
 		}
 	})
 
@@ -262,17 +283,7 @@ func (w watchWriter) Write(p []byte) (int, error) {
 // holding the Lease consumes the shared queue (a standby consuming too would take half of
 // the leader's changes), and the standby starts consuming when it takes over.
 func TestOnlyTheLeaderConsumes(t *testing.T) {
-	amqptest.Require(t)
-	amqpURL := amqptest.VHost(t)
-	home := apiservertest.Start(t, amqpURL)
-	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	home, amqpURL, admin := startAPIServer(t)
 	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](admin)
 	// started is closed when a controller-manager logs that it starts its parts (the bus
 	// consumer among them, were it not kept for the leader).
@@ -281,35 +292,18 @@ func TestOnlyTheLeaderConsumes(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(watchWriter{testWriter{t}, "msg=starting identity=cm-b", func() { startedOnce.Do(func() { close(started) }) }},
 		&slog.HandlerOptions{Level: slog.LevelInfo}))
 	start := func(identity string) (stop func()) {
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() {
-			done <- Run(ctx, Config{
-				Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
-				AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: identity,
-				NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
-				LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-				ShutdownTimeout: 20 * time.Second,
-			}, log.With("identity", identity))
-		}()
-		stopped := false
-		stop = func() {
-			if stopped {
-				return
-			}
-			stopped = true
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Logf("controller-manager %s: %v", identity, err)
-				}
-			case <-time.After(45 * time.Second):
-				t.Errorf("controller-manager %s did not stop within 45s", identity)
+		stopRun := runControllerManager(t, Config{
+			Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
+			AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: identity,
+			NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
+			LeaderElect: true, LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			ShutdownTimeout: 20 * time.Second,
+		}, log.With("identity", identity))
+		return func() {
+			if err := stopRun(); err != nil && !errors.Is(err, context.Canceled) {
+				t.Logf("controller-manager %s: %v", identity, err)
 			}
 		}
-		t.Cleanup(stop)
-		return stop
 	}
 	holder := func(ctx context.Context) (string, error) {
 		l, err := leases.Get(ctx, LeaseNamespace, LeaseName, metav1.GetOptions{})
