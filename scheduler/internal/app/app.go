@@ -56,7 +56,7 @@ type Config struct {
 	EventsQPS   float64
 	EventsBurst int
 	// Procs is how many OS threads may run the scheduler's Go code at once (GOMAXPROCS);
-	// 0 leaves Go's default, one per CPU. See Procs.
+	// 0 leaves Go's default, one per CPU. See DefaultProcs and ApplyProcs.
 	Procs int
 }
 
