@@ -173,7 +173,7 @@ func TestTypedRequests(t *testing.T) {
 				return err
 			},
 			want: seen{Method: "POST", Path: "/api/v1/namespaces/default/pods", Query: "dryRun=All", ContentType: "application/json",
-				Body: `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","namespace":"default","resourceVersion":"6","creationTimestamp":null},"spec":{"containers":null},"status":{}}`},
+				Body: `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","namespace":"default","resourceVersion":"6"},"spec":{"containers":null},"status":{}}`},
 		},
 		{
 			name: "update status", reply: podJSON,
@@ -182,7 +182,7 @@ func TestTypedRequests(t *testing.T) {
 				return err
 			},
 			want: seen{Method: "PUT", Path: "/api/v1/namespaces/default/pods/web/status", ContentType: "application/json",
-				Body: `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","namespace":"default","resourceVersion":"6","creationTimestamp":null},"spec":{"containers":null},"status":{}}`},
+				Body: `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web","namespace":"default","resourceVersion":"6"},"spec":{"containers":null},"status":{}}`},
 		},
 		{
 			name: "strategic patch", reply: podJSON,

@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"github.com/go-logr/logr"
 	"slices"
 	"time"
 
@@ -229,7 +230,8 @@ func Toleration(pod *corev1.Pod, def time.Duration) (d time.Duration, forever bo
 	found, best := false, time.Duration(0)
 	for i := range pod.Spec.Tolerations {
 		tol := &pod.Spec.Tolerations[i]
-		if !tol.ToleratesTaint(&taint) {
+		// Only Exists/Equal apply to this taint; the logger is for comparison operators' parse errors.
+		if !tol.ToleratesTaint(logr.Discard(), &taint, false) {
 			continue
 		}
 		if tol.TolerationSeconds == nil {
