@@ -103,7 +103,7 @@ func Build(resources []*scheme.Resource, version string) (*Documents, error) {
 }
 
 func buildGroupVersion(gv schema.GroupVersion, key string, resources []*scheme.Resource, version string) (*spec3.OpenAPI, error) {
-	s := newSchemas()
+	s := newSchemas(v3Dialect)
 	paths := map[string]*spec3.Path{}
 	prefix := "/" + key
 
@@ -133,7 +133,9 @@ func buildGroupVersion(gv schema.GroupVersion, key string, resources []*scheme.R
 		if r.HasSubresource("binding") {
 			s.setGVK(reflect.TypeFor[corev1.Binding](), corev1.SchemeGroupVersion.WithKind("Binding"))
 		}
-		resourcePaths(paths, prefix, r, kind, list)
+		for path, rt := range resourceRoutes(prefix, r, kind, list) {
+			paths[path] = rt.v3()
+		}
 	}
 
 	return &spec3.OpenAPI{

@@ -311,7 +311,7 @@ func TestPodSchema(t *testing.T) {
 		}
 	}
 	// No served kind embeds RawExtension, so reflect it directly.
-	s := newSchemas()
+	s := newSchemas(v3Dialect)
 	if raw := s.defs[s.define(reflect.TypeFor[runtime.RawExtension]())]; !raw.Type.Contains("object") || raw.Properties != nil {
 		t.Errorf("RawExtension = %v %v, want a free-form object", raw.Type, raw.Properties)
 	}

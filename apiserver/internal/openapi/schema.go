@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,8 +18,28 @@ const (
 	extPatchStrategy = "x-kubernetes-patch-strategy"
 	extPatchMergeKey = "x-kubernetes-patch-merge-key"
 	extIntOrString   = "x-kubernetes-int-or-string"
-	schemaRefPrefix  = "#/components/schemas/"
 )
+
+// dialect is what tells the schemas of one OpenAPI version from the other's; everything else
+// is reflected the same way for both.
+type dialect struct {
+	// refPrefix is where references point: the components of v3, the definitions of v2.
+	refPrefix string
+	// v2 keeps a property's description beside its $ref, as Kubernetes serves v2 (OpenAPI 3.0
+	// ignores $ref siblings, so v3 wraps the reference in allOf), and gives int-or-string
+	// values the string type Swagger 2.0 needs, as Kubernetes does: its clients accept a
+	// number where a string is expected.
+	v2 bool
+}
+
+var (
+	v3Dialect = dialect{refPrefix: "#/components/schemas/"}
+	v2Dialect = dialect{refPrefix: "#/definitions/", v2: true}
+)
+
+func (d dialect) ref(name string) spec.Schema {
+	return spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef(d.refPrefix + name)}}
+}
 
 // required lists the only fields marked required. Kubernetes marks more, but the schema is
 // here for kubectl explain and tooling, not to reject manifests the server would accept, so
@@ -28,12 +49,13 @@ var required = map[string][]string{
 	"io.k8s.api.core.v1.Container": {"name"},
 }
 
-// schemas reflects Go types into named component schemas, Kubernetes style.
+// schemas reflects Go types into named schemas, Kubernetes style.
 type schemas struct {
+	dialect
 	defs map[string]spec.Schema
 }
 
-func newSchemas() *schemas { return &schemas{defs: map[string]spec.Schema{}} }
+func newSchemas(d dialect) *schemas { return &schemas{dialect: d, defs: map[string]spec.Schema{}} }
 
 // canonicalName is the Kubernetes OpenAPI name of a Go type: the import path with its domain
 // reversed, then the type name (k8s.io/api/core/v1.Pod -> io.k8s.api.core.v1.Pod).
@@ -51,10 +73,6 @@ func canonicalName(t reflect.Type) string {
 	return name + "." + t.Name()
 }
 
-func refTo(name string) spec.Schema {
-	return spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef(schemaRefPrefix + name)}}
-}
-
 // define makes sure the named struct type t has a component schema and returns its name.
 func (s *schemas) define(t reflect.Type) string {
 	name := canonicalName(t)
@@ -67,13 +85,17 @@ func (s *schemas) define(t reflect.Type) string {
 	return name
 }
 
-// setGVK marks the component of t as the schema of the given kinds.
+// setGVK marks the schema of t as the schema of the given kinds, besides those it already
+// names: v2's one document lists DeleteOptions under every group version.
 func (s *schemas) setGVK(t reflect.Type, gvks ...schema.GroupVersionKind) string {
 	name := s.define(t)
 	def := s.defs[name]
-	list := make([]any, 0, len(gvks))
+	list, _ := def.Extensions[extGVK].([]any)
 	for _, gvk := range gvks {
-		list = append(list, map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind})
+		entry := map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}
+		if !slices.ContainsFunc(list, func(e any) bool { return reflect.DeepEqual(e, entry) }) {
+			list = append(list, entry)
+		}
 	}
 	def.AddExtension(extGVK, list)
 	s.defs[name] = def
@@ -108,10 +130,16 @@ func (s *schemas) structSchema(t reflect.Type, name string) spec.Schema {
 	case t == intOrStringType:
 		out.Format = "int-or-string"
 		out.AddExtension(extIntOrString, true)
+		if s.v2 {
+			out.Type = []string{"string"}
+		}
 		return out
 	case t == quantityType:
 		// Quantities are written as strings ("100m") or plain numbers (2).
 		out.AddExtension(extIntOrString, true)
+		if s.v2 {
+			out.Type = []string{"string"}
+		}
 		return out
 	}
 	if typer, ok := reflect.Zero(t).Interface().(openAPITyper); ok {
@@ -181,8 +209,12 @@ func (s *schemas) fieldSchema(t reflect.Type, description string) spec.Schema {
 		t = t.Elem()
 	}
 	if t.Kind() == reflect.Struct && t.Name() != "" {
-		ref := refTo(s.define(t))
+		ref := s.ref(s.define(t))
 		if description == "" {
+			return ref
+		}
+		if s.v2 {
+			ref.Description = description
 			return ref
 		}
 		// Siblings of $ref are ignored in OpenAPI 3.0; allOf keeps the description, as

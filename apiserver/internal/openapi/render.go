@@ -1,0 +1,75 @@
+package openapi
+
+import (
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// The routes of paths.go written out as either version's path items.
+
+var statusText = map[int]string{200: "OK", 201: "Created", 202: "Accepted"}
+
+func gvkExtension(o *op) map[string]any {
+	return map[string]any{"group": o.gvk.Group, "version": o.gvk.Version, "kind": o.gvk.Kind}
+}
+
+func (p param) v3() *spec3.Parameter {
+	return &spec3.Parameter{ParameterProps: spec3.ParameterProps{
+		Name: p.name, In: p.in, Required: p.required, Description: p.description,
+		Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{p.typ}}},
+	}}
+}
+
+func v3Params(ps []param) []*spec3.Parameter {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]*spec3.Parameter, len(ps))
+	for i, p := range ps {
+		out[i] = p.v3()
+	}
+	return out
+}
+
+func (o *op) v3(tag string) *spec3.Operation {
+	if o == nil {
+		return nil
+	}
+	out := &spec3.Operation{OperationProps: spec3.OperationProps{
+		Tags: []string{tag}, Description: o.description, OperationId: o.id,
+		Parameters: v3Params(o.params),
+		Responses:  &spec3.Responses{ResponsesProps: spec3.ResponsesProps{StatusCodeResponses: map[int]*spec3.Response{}}},
+	}}
+	out.AddExtension("x-kubernetes-action", o.action)
+	out.AddExtension(extGVK, gvkExtension(o))
+	if o.body != "" {
+		content := map[string]*spec3.MediaType{}
+		for _, ct := range o.consumes() {
+			ref := v3Dialect.ref(o.body)
+			content[ct] = &spec3.MediaType{MediaTypeProps: spec3.MediaTypeProps{Schema: &ref}}
+		}
+		out.RequestBody = &spec3.RequestBody{RequestBodyProps: spec3.RequestBodyProps{Content: content, Required: o.action != "delete"}}
+	}
+	for code, name := range o.responses {
+		content := map[string]*spec3.MediaType{}
+		if o.textOutput {
+			content["text/plain"] = &spec3.MediaType{MediaTypeProps: spec3.MediaTypeProps{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}}
+		} else {
+			for _, ct := range responseContentTypes {
+				ref := v3Dialect.ref(name)
+				content[ct] = &spec3.MediaType{MediaTypeProps: spec3.MediaTypeProps{Schema: &ref}}
+			}
+		}
+		out.Responses.StatusCodeResponses[code] = &spec3.Response{ResponseProps: spec3.ResponseProps{Description: statusText[code], Content: content}}
+	}
+	out.Responses.StatusCodeResponses[401] = &spec3.Response{ResponseProps: spec3.ResponseProps{Description: "Unauthorized"}}
+	return out
+}
+
+func (rt *route) v3() *spec3.Path {
+	return &spec3.Path{PathProps: spec3.PathProps{
+		Parameters: v3Params(rt.params),
+		Get:        rt.get.v3(rt.tag), Put: rt.put.v3(rt.tag), Post: rt.post.v3(rt.tag),
+		Patch: rt.patch.v3(rt.tag), Delete: rt.delete.v3(rt.tag),
+	}}
+}
