@@ -4,6 +4,7 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"sort"
@@ -77,11 +78,8 @@ func Build(resources []*scheme.Resource, version string) (*Documents, error) {
 	docs := &Documents{byKey: map[string]*Document{}}
 	index := map[string]map[string]string{}
 	for _, gv := range order {
-		key := "apis/" + gv.Group + "/" + gv.Version
-		if gv.Group == "" {
-			key = "api/" + gv.Version
-		}
-		doc, err := buildGroupVersion(gv, key, byGV[gv], version)
+		key := groupVersionPath(gv)
+		doc, err := buildGroupVersion(byGV[gv], version)
 		if err != nil {
 			return nil, fmt.Errorf("openapi for %s: %w", gv, err)
 		}
@@ -102,21 +100,39 @@ func Build(resources []*scheme.Resource, version string) (*Documents, error) {
 	return docs, nil
 }
 
-func buildGroupVersion(gv schema.GroupVersion, key string, resources []*scheme.Resource, version string) (*spec3.OpenAPI, error) {
+func buildGroupVersion(resources []*scheme.Resource, version string) (*spec3.OpenAPI, error) {
 	s := newSchemas(v3Dialect)
-	paths := map[string]*spec3.Path{}
-	prefix := "/" + key
+	routes, err := collect(s, resources)
+	if err != nil {
+		return nil, err
+	}
+	paths := make(map[string]*spec3.Path, len(routes))
+	for path, rt := range routes {
+		paths[path] = rt.v3()
+	}
+	return &spec3.OpenAPI{
+		Version:    "3.0.0",
+		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: version}},
+		Paths:      &spec3.Paths{Paths: paths},
+		Components: &spec3.Components{Schemas: toPointers(s.defs)},
+	}, nil
+}
 
+// collect reflects the kinds of resources, and those their operations use, into s and lists
+// the routes that serve them.
+func collect(s *schemas, resources []*scheme.Resource) (map[string]*route, error) {
+	routes := map[string]*route{}
 	// Shared kinds every group's operations use; Kubernetes tags DeleteOptions with each
 	// group's version, since clients send it to any group.
 	s.setGVK(reflect.TypeFor[metav1.Status](), schema.GroupVersionKind{Version: "v1", Kind: "Status"})
-	s.setGVK(reflect.TypeFor[metav1.DeleteOptions](), gv.WithKind("DeleteOptions"))
 	s.defs[patchSchema] = spec.Schema{SchemaProps: spec.SchemaProps{
 		Type:        []string{"object"},
 		Description: "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
 	}}
 
 	for _, r := range resources {
+		gv := r.GVK.GroupVersion()
+		s.setGVK(reflect.TypeFor[metav1.DeleteOptions](), gv.WithKind("DeleteOptions"))
 		objType, err := structType(r.New())
 		if err != nil {
 			return nil, err
@@ -133,17 +149,17 @@ func buildGroupVersion(gv schema.GroupVersion, key string, resources []*scheme.R
 		if r.HasSubresource("binding") {
 			s.setGVK(reflect.TypeFor[corev1.Binding](), corev1.SchemeGroupVersion.WithKind("Binding"))
 		}
-		for path, rt := range resourceRoutes(prefix, r, kind, list) {
-			paths[path] = rt.v3()
-		}
+		maps.Copy(routes, resourceRoutes("/"+groupVersionPath(gv), r, kind, list))
 	}
+	return routes, nil
+}
 
-	return &spec3.OpenAPI{
-		Version:    "3.0.0",
-		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: version}},
-		Paths:      &spec3.Paths{Paths: paths},
-		Components: &spec3.Components{Schemas: toPointers(s.defs)},
-	}, nil
+// groupVersionPath is where a group version is served: "api/v1", "apis/apps/v1".
+func groupVersionPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
 }
 
 func toPointers(defs map[string]spec.Schema) map[string]*spec.Schema {

@@ -177,6 +177,12 @@ func TestResourcePaths(t *testing.T) {
 					t.Errorf("no path for subresource %s", sub)
 				}
 			}
+			// DeleteOptions are optional: kubectl delete sends none.
+			for _, o := range []*spec3.Operation{c.Delete, i.Delete} {
+				if o != nil && (o.RequestBody == nil || o.RequestBody.Required) {
+					t.Errorf("%s: request body %+v, want an optional DeleteOptions", o.OperationId, o.RequestBody)
+				}
+			}
 			if i.Patch.RequestBody == nil {
 				t.Fatal("PATCH has no request body")
 			}

@@ -114,6 +114,11 @@ func (o *op) consumes() []string {
 	return o.bodyTypes
 }
 
+// bodyRequired: a delete may come without DeleteOptions, from kubectl among others.
+func (o *op) bodyRequired() bool {
+	return o.action != "delete" && o.action != "deletecollection"
+}
+
 // route is what one path serves: its parameters and an operation per method.
 type route struct {
 	tag                           string

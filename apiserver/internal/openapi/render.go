@@ -48,7 +48,7 @@ func (o *op) v3(tag string) *spec3.Operation {
 			ref := v3Dialect.ref(o.body)
 			content[ct] = &spec3.MediaType{MediaTypeProps: spec3.MediaTypeProps{Schema: &ref}}
 		}
-		out.RequestBody = &spec3.RequestBody{RequestBodyProps: spec3.RequestBodyProps{Content: content, Required: o.action != "delete"}}
+		out.RequestBody = &spec3.RequestBody{RequestBodyProps: spec3.RequestBodyProps{Content: content, Required: o.bodyRequired()}}
 	}
 	for code, name := range o.responses {
 		content := map[string]*spec3.MediaType{}
