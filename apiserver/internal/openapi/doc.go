@@ -1,5 +1,7 @@
-// Package openapi generates, once at start, the OpenAPI v3 documents the apiserver serves
-// under /openapi/v3: schemas reflected from the Go types and Kubernetes-style paths. The real
-// kubectl reads them to decide that the server validates fields itself (so `kubectl apply`
-// needs no --validate=false) and to answer `kubectl explain`.
+// Package openapi generates, once at start, the OpenAPI documents the apiserver serves: v3
+// per group version under /openapi/v3, and one v2 (Swagger 2.0) document for all of them at
+// /openapi/v2, in JSON and protobuf. Both are reflected from the same Go types with the same
+// Kubernetes-style paths. The real kubectl reads v3 to decide that the server validates
+// fields itself (so `kubectl apply` needs no --validate=false) and to answer `kubectl
+// explain`; Helm, client-go's OpenAPISchema and kubectl's client-side validation read v2.
 package openapi

@@ -73,3 +73,66 @@ func (rt *route) v3() *spec3.Path {
 		Patch: rt.patch.v3(rt.tag), Delete: rt.delete.v3(rt.tag),
 	}}
 }
+
+func (p param) v2() spec.Parameter {
+	return spec.Parameter{
+		ParamProps:   spec.ParamProps{Name: p.name, In: p.in, Required: p.required, Description: p.description},
+		SimpleSchema: spec.SimpleSchema{Type: p.typ},
+	}
+}
+
+func v2Params(ps []param) []spec.Parameter {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]spec.Parameter, len(ps))
+	for i, p := range ps {
+		out[i] = p.v2()
+	}
+	return out
+}
+
+// v2 is the Swagger 2.0 operation: the body is a parameter, and what it and the response
+// may be encoded as is listed once as consumes and produces instead of per schema.
+func (o *op) v2(tag string) *spec.Operation {
+	if o == nil {
+		return nil
+	}
+	out := &spec.Operation{OperationProps: spec.OperationProps{
+		Tags: []string{tag}, Description: o.description, ID: o.id, Schemes: []string{"https"},
+		Produces:   responseContentTypes,
+		Parameters: v2Params(o.params),
+		Responses:  &spec.Responses{ResponsesProps: spec.ResponsesProps{StatusCodeResponses: map[int]spec.Response{}}},
+	}}
+	out.AddExtension("x-kubernetes-action", o.action)
+	out.AddExtension(extGVK, gvkExtension(o))
+	if o.body != "" {
+		out.Consumes = o.consumes()
+		ref := v2Dialect.ref(o.body)
+		out.Parameters = append(out.Parameters, spec.Parameter{ParamProps: spec.ParamProps{
+			Name: "body", In: "body", Required: o.bodyRequired(), Schema: &ref,
+		}})
+	}
+	if o.textOutput {
+		out.Produces = []string{"text/plain"}
+	}
+	for code, name := range o.responses {
+		var body spec.Schema
+		if o.textOutput {
+			body = spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}
+		} else {
+			body = v2Dialect.ref(name)
+		}
+		out.Responses.StatusCodeResponses[code] = spec.Response{ResponseProps: spec.ResponseProps{Description: statusText[code], Schema: &body}}
+	}
+	out.Responses.StatusCodeResponses[401] = spec.Response{ResponseProps: spec.ResponseProps{Description: "Unauthorized"}}
+	return out
+}
+
+func (rt *route) v2() spec.PathItem {
+	return spec.PathItem{PathItemProps: spec.PathItemProps{
+		Parameters: v2Params(rt.params),
+		Get:        rt.get.v2(rt.tag), Put: rt.put.v2(rt.tag), Post: rt.post.v2(rt.tag),
+		Patch: rt.patch.v2(rt.tag), Delete: rt.delete.v2(rt.tag),
+	}}
+}
