@@ -50,6 +50,10 @@ type Container struct {
 	Pid int
 	// Resources are the limits the container was created with, as the runtime applied them.
 	Resources Resources
+	// Stdin, StdinOnce and TTY are as created (see ContainerConfig); Inspect sets them.
+	Stdin     bool
+	StdinOnce bool
+	TTY       bool
 }
 
 // Mount binds a host path into a container.
@@ -88,6 +92,11 @@ type ContainerConfig struct {
 	Resources
 	// StopSignal overrides the image's; empty keeps it (SIGTERM by default).
 	StopSignal string
+	// Stdin keeps the main process's standard input open for Attach; StdinOnce closes it when
+	// the first attached client closes its stdin. TTY gives the process a terminal.
+	Stdin     bool
+	StdinOnce bool
+	TTY       bool
 }
 
 // LogOptions select container output, as `kubectl logs` does.
@@ -114,6 +123,27 @@ type ExecResult struct {
 	Output   []byte // stdout and stderr, interleaved, capped by the implementation
 }
 
+// TerminalSize is a terminal's size in character cells.
+type TerminalSize struct {
+	Width, Height uint16
+}
+
+// Streams connect a client to a process, for ExecStream and Attach. A nil Stdout or Stderr
+// discards that output; a nil Stdin attaches none.
+type Streams struct {
+	// Stdin is read until it ends, and its end closes the process's standard input. The call
+	// may return before that read does, so the caller must make a blocked Read return (close
+	// the pipe or connection behind it) once the call has returned.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Stderr is not used with a TTY: a terminal has one output, which goes to Stdout.
+	Stderr io.Writer
+	TTY    bool
+	// Resize carries the terminal's sizes while the process runs (TTY only; nil for none). The
+	// caller closes it or stops sending once the call has returned.
+	Resize <-chan TerminalSize
+}
+
 // Runtime is what the kubelet needs from a container runtime. Every call is bounded by ctx.
 type Runtime interface {
 	// Version names the runtime and its version, e.g. "docker://20.10.24".
@@ -136,6 +166,17 @@ type Runtime interface {
 	Logs(ctx context.Context, id string, opts LogOptions) (io.ReadCloser, error)
 	Stats(ctx context.Context, id string) (Stats, error)
 	Exec(ctx context.Context, id string, cmd []string) (ExecResult, error)
+	// ExecStream runs cmd in a running container connected to streams, and returns its exit
+	// code once it has ended and its output has been copied. When ctx ends first it returns
+	// ctx's error; the process may still run (Docker cannot kill an exec) but has lost its
+	// streams, so its stdin has ended.
+	ExecStream(ctx context.Context, id string, cmd []string, streams Streams) (exitCode int, err error)
+	// Attach connects streams to the main process of a running container until the container
+	// exits (nil) or ctx ends (ctx's error). Its output is the process's from then on. Whether
+	// the output is a terminal's is the container's TTY, not streams.TTY; Stdin reaches the
+	// process only if the container has Stdin, and its end closes the process's standard input
+	// only with StdinOnce.
+	Attach(ctx context.Context, id string, streams Streams) error
 	// NetNS is the network namespace path of a running container (/proc/<pid>/ns/net).
 	NetNS(ctx context.Context, id string) (string, error)
 }

@@ -94,6 +94,10 @@ func (b Builder) Container(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 		UTSMode:     join,
 		Mounts:      mounts,
 		Resources:   ResourcesFor(c.Resources),
+		// Without them `kubectl attach` would have no input to send to nor terminal to size.
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		TTY:       c.TTY,
 	}, nil
 }
 

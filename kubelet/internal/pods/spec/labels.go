@@ -88,6 +88,10 @@ type hashed struct {
 	Resources    corev1.ResourceRequirements `json:"resources"`
 	VolumeMounts []corev1.VolumeMount        `json:"volumeMounts,omitempty"`
 	WorkingDir   string                      `json:"workingDir,omitempty"`
+	// Omitted when false, so containers created before they were hashed keep their hash.
+	Stdin     bool `json:"stdin,omitempty"`
+	StdinOnce bool `json:"stdinOnce,omitempty"`
+	TTY       bool `json:"tty,omitempty"`
 }
 
 // Hash is a stable digest of the restart-relevant fields of c.
@@ -95,6 +99,7 @@ func Hash(c *corev1.Container) string {
 	b, err := json.Marshal(hashed{
 		Image: c.Image, Command: c.Command, Args: c.Args, Env: c.Env, Ports: c.Ports,
 		Resources: c.Resources, VolumeMounts: c.VolumeMounts, WorkingDir: c.WorkingDir,
+		Stdin: c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY,
 	})
 	if err != nil {
 		// The fields are plain data; Marshal cannot fail on them.

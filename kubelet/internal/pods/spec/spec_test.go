@@ -137,6 +137,9 @@ func TestHash(t *testing.T) {
 		}, true},
 		{"volumeMounts", func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v"}} }, true},
 		{"workingDir", func(c *corev1.Container) { c.WorkingDir = "/x" }, true},
+		{"stdin", func(c *corev1.Container) { c.Stdin = true }, true},
+		{"stdinOnce", func(c *corev1.Container) { c.StdinOnce = true }, true},
+		{"tty", func(c *corev1.Container) { c.TTY = true }, true},
 		{"liveness probe", func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{PeriodSeconds: 3} }, false},
 		{"readiness probe", func(c *corev1.Container) { c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 3} }, false},
 		{"pull policy", func(c *corev1.Container) { c.ImagePullPolicy = corev1.PullNever }, false},
@@ -149,6 +152,27 @@ func TestHash(t *testing.T) {
 				t.Errorf("hash changed = %v, want %v", changed, tt.changes)
 			}
 		})
+	}
+}
+
+// A container without stdin or a TTY hashes as before those were hashed, so a kubelet
+// upgrade does not restart every container.
+func TestHashUnchangedWithoutStdinOrTTY(t *testing.T) {
+	c := pod().Spec.Containers[0]
+	if got, want := Hash(&c), "4575bd4efe7493ed"; got != want {
+		t.Errorf("Hash = %s, want %s (the hash before stdin and tty counted)", got, want)
+	}
+}
+
+func TestContainerStdinTTY(t *testing.T) {
+	p := pod()
+	p.Spec.Containers[0].Stdin, p.Spec.Containers[0].StdinOnce, p.Spec.Containers[0].TTY = true, true, true
+	got, err := Builder{}.Container(t.Context(), p, &p.Spec.Containers[0], "sb1", 0, Env{}, nil)
+	if err != nil {
+		t.Fatalf("Container: %v", err)
+	}
+	if !got.Stdin || !got.StdinOnce || !got.TTY {
+		t.Errorf("Container: Stdin %v, StdinOnce %v, TTY %v; want all true", got.Stdin, got.StdinOnce, got.TTY)
 	}
 }
 

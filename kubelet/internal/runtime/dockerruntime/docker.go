@@ -112,6 +112,7 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Container, er
 	if j.Config != nil {
 		c.Image = j.Config.Image
 		c.Labels = j.Config.Labels
+		c.Stdin, c.StdinOnce, c.TTY = j.Config.OpenStdin, j.Config.StdinOnce, j.Config.Tty
 	}
 	if j.HostConfig != nil {
 		c.Resources = runtime.Resources{
@@ -154,6 +155,9 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 		WorkingDir: cfg.WorkingDir,
 		Labels:     cfg.Labels,
 		StopSignal: cfg.StopSignal,
+		OpenStdin:  cfg.Stdin,
+		StdinOnce:  cfg.Stdin && cfg.StdinOnce,
+		Tty:        cfg.TTY,
 	}
 	if !joins {
 		cc.Hostname = cfg.Hostname

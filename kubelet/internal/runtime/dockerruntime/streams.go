@@ -20,9 +20,15 @@ import (
 // start of the output, and a runaway command must not grow the kubelet.
 const ExecOutputLimit = 64 << 10
 
-// Logs implements runtime.Runtime. Docker multiplexes stdout and stderr into frames; the
-// returned reader carries their payloads in the order Docker sent them, as plain text.
+// Logs implements runtime.Runtime. Docker multiplexes stdout and stderr into frames, except for
+// a container with a TTY, whose one output comes as it is; the returned reader carries the
+// payloads in the order Docker sent them, as plain text.
 func (r *Runtime) Logs(ctx context.Context, id string, opts runtime.LogOptions) (io.ReadCloser, error) {
+	j, err := r.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", id, mapErr(err))
+	}
+	tty := j.Config != nil && j.Config.Tty
 	lo := container.LogsOptions{
 		ShowStdout: true,
 		ShowStderr: true,
@@ -39,6 +45,9 @@ func (r *Runtime) Logs(ctx context.Context, id string, opts runtime.LogOptions) 
 	rc, err := r.cli.ContainerLogs(ctx, id, lo)
 	if err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", id, mapErr(err))
+	}
+	if tty {
+		return rc, nil
 	}
 	pr, pw := io.Pipe()
 	go func() {
@@ -120,18 +129,27 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (runtime.Ex
 	if copyErr != nil {
 		return runtime.ExecResult{}, fmt.Errorf("exec in %s: read output: %w", id, copyErr)
 	}
-	// The stream can end a moment before the daemon records the exit code.
+	code, err := r.execExitCode(ctx, id, created.ID)
+	if err != nil {
+		return runtime.ExecResult{}, err
+	}
+	return runtime.ExecResult{ExitCode: code, Output: out.Bytes()}, nil
+}
+
+// execExitCode waits for the daemon to record the exit code of an exec whose output has
+// ended: the stream can end a moment before it does.
+func (r *Runtime) execExitCode(ctx context.Context, id, execID string) (int, error) {
 	for {
-		insp, err := r.cli.ContainerExecInspect(ctx, created.ID)
+		insp, err := r.cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
-			return runtime.ExecResult{}, fmt.Errorf("exec in %s: inspect: %w", id, mapErr(err))
+			return 0, fmt.Errorf("exec in %s: inspect: %w", id, mapErr(err))
 		}
 		if !insp.Running {
-			return runtime.ExecResult{ExitCode: insp.ExitCode, Output: out.Bytes()}, nil
+			return insp.ExitCode, nil
 		}
 		select {
 		case <-ctx.Done():
-			return runtime.ExecResult{}, fmt.Errorf("exec in %s: %w", id, ctx.Err())
+			return 0, fmt.Errorf("exec in %s: %w", id, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

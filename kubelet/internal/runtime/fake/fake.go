@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -47,6 +48,10 @@ type container struct {
 	exec    *runtime.ExecResult
 	memory  int64
 	cpu     time.Duration
+	// stdin feeds the running main process's standard input when the container has Stdin.
+	stdin *io.PipeWriter
+	// attached are the outputs of clients attached to the running main process.
+	attached []*attachment
 }
 
 // Runtime is the in-memory runtime. The zero value is not usable; call New.
@@ -321,6 +326,9 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 			State:     runtime.StateCreated,
 			CreatedAt: r.clock.Now(),
 			Resources: cfg.Resources,
+			Stdin:     cfg.Stdin,
+			StdinOnce: cfg.Stdin && cfg.StdinOnce,
+			TTY:       cfg.TTY,
 		},
 		partial: map[string][]byte{},
 		changed: make(chan struct{}),
@@ -378,7 +386,18 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	ct.memory, ct.cpu = 0, 0
 	if prog := r.programs[normalize(ct.cfg.Image)]; prog != nil {
 		args := append(slices.Clone(ct.cfg.Command), ct.cfg.Args...)
-		p := r.newProcess(ct, args, streamWriter{r, ct, "stdout"}, streamWriter{r, ct, "stderr"})
+		// Without Stdin the process reads an empty input, as from /dev/null.
+		var stdin io.Reader = strings.NewReader("")
+		if ct.cfg.Stdin {
+			pr, pw := io.Pipe()
+			stdin, ct.stdin = pr, pw
+		}
+		stderr := streamWriter{r, ct, "stderr"}
+		if ct.cfg.TTY {
+			// A terminal has one output.
+			stderr.stream = "stdout"
+		}
+		p := r.newProcess(ct, args, stdin, streamWriter{r, ct, "stdout"}, stderr, ct.cfg.TTY)
 		ct.proc = p
 		go r.run(ct, p, prog)
 	}
@@ -412,6 +431,12 @@ func (r *Runtime) stopLocked(ct *container, code int, oom bool) {
 		ct.proc = nil
 		p.kill(true)
 	}
+	if ct.stdin != nil {
+		// Unblocks attached clients still writing to the process's stdin.
+		ct.stdin.CloseWithError(io.ErrClosedPipe)
+		ct.stdin = nil
+	}
+	ct.attached = nil
 	for stream := range ct.partial {
 		if len(ct.partial[stream]) > 0 {
 			r.writeLocked(ct, stream, []byte("\n"))

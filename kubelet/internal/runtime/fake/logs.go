@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,8 +50,14 @@ type streamWriter struct {
 
 func (w streamWriter) Write(p []byte) (int, error) {
 	w.r.mu.Lock()
-	defer w.r.mu.Unlock()
 	w.r.writeLocked(w.ct, w.stream, p)
+	attached := slices.Clone(w.ct.attached)
+	w.r.mu.Unlock()
+	// Outside the lock: a slow client holds up the process, as a full pipe would, not the
+	// runtime.
+	for _, a := range attached {
+		a.write(w.stream, p)
+	}
 	return len(p), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,17 +30,21 @@ type Process struct {
 	r      *Runtime
 	ct     *container
 	args   []string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	tty    bool
 
 	mu        sync.Mutex
 	signals   chan string
 	listeners []*listener
+	size      runtime.TerminalSize
 }
 
-func (r *Runtime) newProcess(ct *container, args []string, stdout, stderr io.Writer) *Process {
+func (r *Runtime) newProcess(ct *container, args []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) *Process {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Process{ctx: ctx, cancel: cancel, r: r, ct: ct, args: args, stdout: stdout, stderr: stderr}
+	return &Process{ctx: ctx, cancel: cancel, r: r, ct: ct, args: args, stdin: stdin, stdout: stdout,
+		stderr: stderr, tty: tty}
 }
 
 // Args is the full command line: Command then Args of the container (or the Exec command).
@@ -54,6 +59,23 @@ func (p *Process) Hostname() string {
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
 	return p.ct.host
+}
+
+// Stdin is the process's standard input: what attached clients send to a container created
+// with Stdin, the client's stdin of an ExecStream, or else an empty input.
+func (p *Process) Stdin() io.Reader { return p.stdin }
+
+// TerminalSize is the size of the process's terminal; ok is false without one.
+func (p *Process) TerminalSize() (width, height int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int(p.size.Width), int(p.size.Height), p.tty
+}
+
+func (p *Process) resize(sz runtime.TerminalSize) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.size = sz
 }
 
 // Stdout is the process's standard output: the container log, or the Exec result.
@@ -141,11 +163,19 @@ func (p *Process) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	p.r.mu.Lock()
+	key := p.ct.netKey
+	p.r.mu.Unlock()
+	return p.r.dial(ctx, key, addr, port)
+}
+
+// dial connects to the listener on port in the network namespace netKey.
+func (r *Runtime) dial(ctx context.Context, netKey, addr, port string) (net.Conn, error) {
+	r.mu.Lock()
 	var l *listener
-	if ns := p.r.nets[p.ct.netKey]; ns != nil {
+	if ns := r.nets[netKey]; ns != nil {
 		l = ns.listeners[port]
 	}
-	p.r.mu.Unlock()
+	r.mu.Unlock()
 	if l == nil {
 		return nil, fmt.Errorf("dial %s: connection refused", addr)
 	}
@@ -249,7 +279,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string) (runtime.Ex
 		return runtime.ExecResult{}, ctx.Err()
 	}
 	out := &cappedBuffer{limit: ExecOutputLimit}
-	p := r.newProcess(ct, cmd, out, out)
+	p := r.newProcess(ct, cmd, strings.NewReader(""), out, out, false)
 	r.mu.Unlock()
 
 	stop := context.AfterFunc(ctx, func() { p.kill(false) })

@@ -406,6 +406,11 @@ func testNotFound(t *testing.T, h *harness) {
 		{"Stats", func(ctx context.Context) error { _, err := h.rt.Stats(ctx, id); return err }},
 		{"Exec", func(ctx context.Context) error { _, err := h.rt.Exec(ctx, id, []string{"true"}); return err }},
 		{"NetNS", func(ctx context.Context) error { _, err := h.rt.NetNS(ctx, id); return err }},
+		{"ExecStream", func(ctx context.Context) error {
+			_, err := h.rt.ExecStream(ctx, id, []string{"true"}, runtime.Streams{})
+			return err
+		}},
+		{"Attach", func(ctx context.Context) error { return h.rt.Attach(ctx, id, runtime.Streams{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(t.Context()); !errors.Is(err, runtime.ErrNotFound) {

@@ -14,6 +14,7 @@ import (
 // OS is what a script needs from where it runs. *fake.Process implements it, and so does the
 // real process in helperbin.
 type OS interface {
+	Stdin() io.Reader
 	Stdout() io.Writer
 	Stderr() io.Writer
 	Hostname() string
@@ -25,6 +26,8 @@ type OS interface {
 	Burn(d time.Duration)
 	Listen(addr string) (net.Listener, error)
 	Dial(ctx context.Context, addr string) (net.Conn, error)
+	// TerminalSize is the size of the terminal on stdout; ok is false when it is not one.
+	TerminalSize() (width, height int, ok bool)
 }
 
 // Main runs the script in args and returns the exit code. Steps:
@@ -39,6 +42,10 @@ type OS interface {
 //	dial ADDR      connect (retrying for 10 s), print the line received
 //	onterm CODE    on the stop signal print "got <signal>" and exit CODE
 //	ignoreterm     ignore the stop signal
+//	cat            copy stdin to stdout until stdin ends
+//	winsize WxH    wait until the terminal is W columns by H rows, print "size WxH"
+//	               (exit 5 without a terminal)
+//	echo ADDR      send back what every TCP connection on ADDR sends
 //
 // A script that runs out of steps exits 0; a bad script exits 64.
 func Main(ctx context.Context, os OS, args []string) int {
@@ -124,6 +131,22 @@ func Main(ctx context.Context, os OS, args []string) int {
 			termCode = code
 			sigs = os.Signals()
 			fmt.Fprintln(os.Stdout(), "trapping")
+		case "cat":
+			if code := cat(ctx, os); code != 0 {
+				return code
+			}
+		case "winsize":
+			if code := winsize(ctx, os, arg); code != 0 {
+				return code
+			}
+		case "echo":
+			l, err := os.Listen(arg)
+			if err != nil {
+				fmt.Fprintf(os.Stderr(), "echo: %v\n", err)
+				return 2
+			}
+			go echo(l)
+			fmt.Fprintf(os.Stdout(), "echoing %s\n", arg)
 		case "ignoreterm":
 			termCode = -1
 			sigs = os.Signals()
@@ -156,7 +179,7 @@ func sleep(ctx context.Context, os OS, wait <-chan time.Time, sigs <-chan string
 
 func needsArg(step string) bool {
 	switch step {
-	case "hostname", "ignoreterm":
+	case "hostname", "ignoreterm", "cat":
 		return false
 	}
 	return true
@@ -211,5 +234,56 @@ func dial(ctx context.Context, os OS, addr string) (string, error) {
 			return "", err
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+func cat(ctx context.Context, os OS) int {
+	done := make(chan error, 1)
+	// A Read cannot be interrupted; a killed process leaves it to the end of its stdin.
+	go func() {
+		_, err := io.Copy(os.Stdout(), os.Stdin())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintf(os.Stderr(), "cat: %v\n", err)
+			return 1
+		}
+		return 0
+	case <-ctx.Done():
+		return 137
+	}
+}
+
+func winsize(ctx context.Context, os OS, want string) int {
+	for {
+		w, h, ok := os.TerminalSize()
+		if !ok {
+			fmt.Fprintln(os.Stderr(), "winsize: not a terminal")
+			return 5
+		}
+		if got := fmt.Sprintf("%dx%d", w, h); got == want {
+			fmt.Fprintf(os.Stdout(), "size %s\n", got)
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return 137
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func echo(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			_, _ = io.Copy(c, c)
+		}()
 	}
 }

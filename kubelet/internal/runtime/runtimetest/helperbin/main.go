@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"minik8s.io/kubelet/internal/runtime/runtimetest/helper"
 )
 
@@ -18,7 +20,16 @@ type realOS struct {
 	kept [][]byte
 }
 
+func (*realOS) Stdin() io.Reader  { return os.Stdin }
 func (*realOS) Stdout() io.Writer { return os.Stdout }
+
+func (*realOS) TerminalSize() (width, height int, ok bool) {
+	ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0, 0, false
+	}
+	return int(ws.Col), int(ws.Row), true
+}
 func (*realOS) Stderr() io.Writer { return os.Stderr }
 
 func (*realOS) Hostname() string {
