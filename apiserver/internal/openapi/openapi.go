@@ -12,6 +12,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -148,6 +149,9 @@ func collect(s *schemas, resources []*scheme.Resource) (map[string]*route, error
 		}
 		if r.HasSubresource("binding") {
 			s.setGVK(reflect.TypeFor[corev1.Binding](), corev1.SchemeGroupVersion.WithKind("Binding"))
+		}
+		if r.HasSubresource("eviction") {
+			s.setGVK(reflect.TypeFor[policyv1.Eviction](), policyv1.SchemeGroupVersion.WithKind("Eviction"))
 		}
 		maps.Copy(routes, resourceRoutes("/"+groupVersionPath(gv), r, kind, list))
 	}

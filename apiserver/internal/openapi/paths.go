@@ -15,6 +15,7 @@ const (
 	patchSchema         = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
 	scaleSchema         = "io.k8s.api.autoscaling.v1.Scale"
 	bindingSchema       = "io.k8s.api.core.v1.Binding"
+	evictionSchema      = "io.k8s.api.policy.v1.Eviction"
 )
 
 // PatchContentTypes are the patch formats PATCH accepts.
@@ -90,6 +91,21 @@ var (
 		queryParam("tailLines", "integer", "If set, the number of lines from the end of the logs to show."),
 		queryParam("timestamps", "boolean", "If true, add an RFC3339 timestamp at the beginning of every line of log output."),
 	}
+	// The options of the streaming pod subresources, which Kubernetes lists as "connect"
+	// operations.
+	attachParams = []param{
+		queryParam("container", "string", "The container in which to execute the command. Defaults to only container if there is only one container in the pod."),
+		queryParam("stderr", "boolean", "Redirect the standard error stream of the pod for this call."),
+		queryParam("stdin", "boolean", "Redirect the standard input stream of the pod for this call. Defaults to false."),
+		queryParam("stdout", "boolean", "Redirect the standard output stream of the pod for this call."),
+		queryParam("tty", "boolean", "TTY if true indicates that a tty will be allocated for the exec call. Defaults to false."),
+	}
+	execParams = append([]param{
+		queryParam("command", "string", "Command is the remote command to execute. argv array. Not executed within a shell."),
+	}, attachParams...)
+	portForwardParams = []param{
+		queryParam("ports", "integer", "List of ports to forward Required when using WebSockets"),
+	}
 	prettyParam = queryParam("pretty", "string", "If 'true', then the output is pretty printed.")
 )
 
@@ -103,7 +119,7 @@ type op struct {
 	body        string   // schema name of the request body, if any
 	bodyTypes   []string // content types of the body; "*/*" when empty
 	responses   map[int]string
-	textOutput  bool // the response is plain text (logs)
+	rawOutput   string // media type of a response that is no object: text/plain for logs, */* for streams
 }
 
 // consumes is what the body may be sent as.
@@ -214,8 +230,26 @@ func resourceRoutes(prefix string, r *scheme.Resource, kind, list string) map[st
 				description: "create binding of a " + gvk.Kind, responses: map[int]string{200: bindingSchema, 201: bindingSchema, 202: bindingSchema}}
 		case "log":
 			p.params = append(append([]param{}, itemParams...), logParams...)
-			p.get = &op{id: "read" + base, action: "get", gvk: gvk, textOutput: true,
+			p.get = &op{id: "read" + base, action: "get", gvk: gvk, rawOutput: "text/plain",
 				description: "read log of the specified " + gvk.Kind, responses: map[int]string{200: ""}}
+		case "eviction":
+			egvk := schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}
+			p.post = &op{id: "create" + base, action: "post", gvk: egvk, params: writeParams, body: evictionSchema,
+				description: "create eviction of a " + gvk.Kind, responses: map[int]string{200: evictionSchema, 201: evictionSchema, 202: evictionSchema}}
+		case "exec", "attach", "portforward":
+			options, params := "PodExecOptions", execParams
+			switch sub {
+			case "attach":
+				options, params = "PodAttachOptions", attachParams
+			case "portforward":
+				options, params = "PodPortForwardOptions", portForwardParams
+			}
+			p.params = append(append([]param{}, itemParams...), params...)
+			ogvk := schema.GroupVersionKind{Version: "v1", Kind: options}
+			p.get = &op{id: "connect" + gp + "Get" + ns + gvk.Kind + suffix, action: "connect", gvk: ogvk, rawOutput: "*/*",
+				description: "connect GET requests to " + sub + " of " + gvk.Kind, responses: map[int]string{200: ""}}
+			p.post = &op{id: "connect" + gp + "Post" + ns + gvk.Kind + suffix, action: "connect", gvk: ogvk, rawOutput: "*/*",
+				description: "connect POST requests to " + sub + " of " + gvk.Kind, responses: map[int]string{200: ""}}
 		default:
 			continue
 		}

@@ -52,8 +52,8 @@ func (o *op) v3(tag string) *spec3.Operation {
 	}
 	for code, name := range o.responses {
 		content := map[string]*spec3.MediaType{}
-		if o.textOutput {
-			content["text/plain"] = &spec3.MediaType{MediaTypeProps: spec3.MediaTypeProps{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}}
+		if o.rawOutput != "" {
+			content[o.rawOutput] = &spec3.MediaType{MediaTypeProps: spec3.MediaTypeProps{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}}
 		} else {
 			for _, ct := range responseContentTypes {
 				ref := v3Dialect.ref(name)
@@ -113,12 +113,12 @@ func (o *op) v2(tag string) *spec.Operation {
 			Name: "body", In: "body", Required: o.bodyRequired(), Schema: &ref,
 		}})
 	}
-	if o.textOutput {
-		out.Produces = []string{"text/plain"}
+	if o.rawOutput != "" {
+		out.Produces = []string{o.rawOutput}
 	}
 	for code, name := range o.responses {
 		var body spec.Schema
-		if o.textOutput {
+		if o.rawOutput != "" {
 			body = spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}
 		} else {
 			body = v2Dialect.ref(name)
