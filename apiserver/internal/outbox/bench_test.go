@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"minik8s.io/apiserver/internal/storage/etcdstore/etcdtest"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
@@ -22,7 +23,7 @@ func BenchmarkRabbitMQEndToEnd(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs RabbitMQ")
 	}
-	c := startEtcd(b)
+	c := etcdtest.Start(b).Client
 	exchange := amqptest.Unique("outboxbench")
 	pub := amqpbus.New(amqpbus.Config{URL: url, Exchange: exchange, Name: exchange + ".outbox"})
 	sub := amqpbus.New(amqpbus.Config{URL: url, Exchange: exchange, Name: exchange + ".consumer"})

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"minik8s.io/apiserver/internal/storage/etcdstore/etcdtest"
 	"minik8s.io/shared/bus/membus"
 )
 
@@ -17,7 +18,7 @@ const (
 )
 
 func TestPublishesEveryChangeInOrder(t *testing.T) {
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	b := membus.New(nil)
 	got := &collector{}
 	consume(t, b, "all", got)
@@ -51,7 +52,7 @@ func TestPublishesEveryChangeInOrder(t *testing.T) {
 }
 
 func TestRepublishesAfterPublishFailures(t *testing.T) {
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	b := membus.New(nil)
 	got := &collector{}
 	consume(t, b, "all", got)
@@ -75,7 +76,7 @@ func TestRepublishesAfterPublishFailures(t *testing.T) {
 }
 
 func TestResumesFromStoredRevision(t *testing.T) {
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	b := membus.New(nil)
 	got := &collector{}
 	consume(t, b, "all", got)
@@ -114,7 +115,7 @@ func TestResumesFromStoredRevision(t *testing.T) {
 }
 
 func TestResumesAfterCompaction(t *testing.T) {
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	b := membus.New(nil)
 	got := &collector{}
 	consume(t, b, "all", got)
@@ -144,7 +145,7 @@ func TestResumesAfterCompaction(t *testing.T) {
 }
 
 func TestOnlyTheLeaderPublishes(t *testing.T) {
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	b := membus.New(nil)
 	got := &collector{}
 	consume(t, b, "all", got)
@@ -181,7 +182,7 @@ func TestOnlyTheLeaderPublishes(t *testing.T) {
 // as another apiserver taking over would: the fenced revision write must fail,
 // the outbox must stop and campaign again, and no change may be lost.
 func TestStopsWhenFencedOut(t *testing.T) {
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	b := membus.New(nil)
 	got := &collector{}
 	consume(t, b, "all", got)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"minik8s.io/apiserver/internal/storage/etcdstore/etcdtest"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
@@ -19,7 +20,7 @@ import (
 // stored revision.
 func TestRabbitMQEndToEnd(t *testing.T) {
 	url := amqptest.Require(t)
-	c := startEtcd(t)
+	c := etcdtest.Start(t).Client
 	exchange := amqptest.Unique("outboxtest")
 	newBus := func(name string) *amqpbus.Bus {
 		b := amqpbus.New(amqpbus.Config{URL: url, Exchange: exchange, Name: exchange + "." + name, Logger: testLogger(t),
