@@ -18,11 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"minik8s.io/apiserver/internal/bootstrap"
-	"minik8s.io/apiserver/internal/defaults"
 	"minik8s.io/apiserver/internal/server"
 	"minik8s.io/apiserver/internal/storage/etcdstore"
 	"minik8s.io/apiserver/internal/tables"
-	"minik8s.io/apiserver/internal/validation"
 	"minik8s.io/shared/run"
 )
 
@@ -137,10 +135,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		OpenAPI:         docs,
 		Logger:          log,
 		ExternalAddress: addr,
-		Default:         defaults.Apply,
-		DefaultUpdate:   defaults.ApplyUpdate,
-		ValidateCreate:  validation.ValidateCreate,
-		ValidateUpdate:  validation.ValidateUpdate,
 		PodCIDRs:        cfg.ClusterCIDR,
 		PodCIDRBits:     cfg.NodeCIDRMaskSize,
 		Kubelet: &server.KubeletClient{

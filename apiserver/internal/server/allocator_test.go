@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"minik8s.io/apiserver/internal/allocator"
+	"minik8s.io/apiserver/internal/registry"
 )
 
 func serviceManifest(name, typ, clusterIP string, nodePort int) map[string]any {
@@ -32,7 +34,7 @@ func TestServiceAddressAllocation(t *testing.T) {
 	var a corev1.Service
 	h.mustDo(http.StatusCreated, "POST", base, "", serviceManifest("a", "", "", 0), &a)
 	ip, err := netip.ParseAddr(a.Spec.ClusterIP)
-	if err != nil || !ServiceCIDR.Contains(ip) || len(a.Spec.ClusterIPs) != 1 || a.Spec.ClusterIPs[0] != a.Spec.ClusterIP {
+	if err != nil || !allocator.ServiceCIDR.Contains(ip) || len(a.Spec.ClusterIPs) != 1 || a.Spec.ClusterIPs[0] != a.Spec.ClusterIP {
 		t.Fatalf("allocated %q %v", a.Spec.ClusterIP, a.Spec.ClusterIPs)
 	}
 
@@ -54,7 +56,7 @@ func TestServiceAddressAllocation(t *testing.T) {
 	var np corev1.Service
 	h.mustDo(http.StatusCreated, "POST", base, "", serviceManifest("np", "NodePort", "", 0), &np)
 	port := np.Spec.Ports[0].NodePort
-	if int(port) < NodePortFirst || int(port) > NodePortLast {
+	if int(port) < allocator.NodePortFirst || int(port) > allocator.NodePortLast {
 		t.Fatalf("node port %d", port)
 	}
 	code, _ = h.do("POST", base, "", serviceManifest("np2", "NodePort", "", int(port)), &st)
@@ -93,13 +95,13 @@ func TestNodePodCIDRs(t *testing.T) {
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}, "spec": spec}
 	}
-	name := "cidr-" + randomSuffix()
+	name := "cidr-" + registry.RandomSuffix()
 	var a, b corev1.Node
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", node(name+"-a", ""), &a)
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", node(name+"-b", ""), &b)
 	pa, err1 := netip.ParsePrefix(a.Spec.PodCIDR)
 	pb, err2 := netip.ParsePrefix(b.Spec.PodCIDR)
-	if err1 != nil || err2 != nil || pa.Bits() != 24 || !DefaultPodCIDRRange.Contains(pa.Addr()) || pa == pb {
+	if err1 != nil || err2 != nil || pa.Bits() != 24 || !allocator.DefaultPodCIDRRange.Contains(pa.Addr()) || pa == pb {
 		t.Fatalf("pod CIDRs %q %q", a.Spec.PodCIDR, b.Spec.PodCIDR)
 	}
 	if len(a.Spec.PodCIDRs) != 1 || a.Spec.PodCIDRs[0] != a.Spec.PodCIDR {
@@ -124,46 +126,4 @@ func TestNodePodCIDRs(t *testing.T) {
 	for _, n := range []string{b.Name, c.Name} {
 		h.mustDo(http.StatusOK, "DELETE", "/api/v1/nodes/"+n, "", nil, nil)
 	}
-}
-
-// Repair frees reservations nothing holds once they are old enough, never young ones (a
-// create may be between reserving and writing), and restores missing reservations.
-func TestAllocationRepair(t *testing.T) {
-	h := newHarness(t)
-	ns := h.namespace()
-	ctx := t.Context()
-	var svc corev1.Service
-	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/services", "", serviceManifest("kept", "", "", 0), &svc)
-	orphan := ipKey("10.100.200.1")
-	if _, err := testStore.Create(ctx, orphan, []byte("gone/svc")); err != nil {
-		t.Fatal(err)
-	}
-	// The service's own key goes missing.
-	if _, _, err := testStore.Delete(ctx, ipKey(svc.Spec.ClusterIP), 0); err != nil {
-		t.Fatal(err)
-	}
-	rev, err := h.srv.alloc.repair(ctx, h.srv, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testStore.Get(ctx, orphan); err != nil {
-		t.Fatalf("a young orphan was freed: %v", err)
-	}
-	if kv, err := testStore.Get(ctx, ipKey(svc.Spec.ClusterIP)); err != nil || string(kv.Value) != ns+"/kept" {
-		t.Fatalf("missing reservation not restored: %v %q", err, kv.Value)
-	}
-	young := ipKey("10.100.200.2")
-	if _, err := testStore.Create(ctx, young, []byte("inflight/svc")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.srv.alloc.repair(ctx, h.srv, rev); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testStore.Get(ctx, orphan); err == nil {
-		t.Fatal("an old orphan survived repair")
-	}
-	if _, err := testStore.Get(ctx, young); err != nil {
-		t.Fatalf("a reservation younger than the last repair was freed: %v", err)
-	}
-	_, _, _ = testStore.Delete(ctx, young, 0)
 }

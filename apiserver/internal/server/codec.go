@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -14,10 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
@@ -26,8 +27,12 @@ import (
 // MaxBodyBytes is the largest request body accepted, as in Kubernetes.
 const MaxBodyBytes = 3 << 20
 
-// readBody reads at most MaxBodyBytes and turns YAML into JSON.
-func readBody(c *gin.Context) ([]byte, error) {
+// protobufCodec reads and writes the Kubernetes protobuf envelope; only k8s.io/api kinds have a
+// protobuf form.
+var protobufCodec = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// readLimited reads a body of at most MaxBodyBytes; it may be empty.
+func readLimited(c *gin.Context) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(c.Request.Body, MaxBodyBytes+1))
 	if err != nil {
 		return nil, apierror.New(apierror.ErrBadRequest, "reading request body: %v", err)
@@ -35,61 +40,33 @@ func readBody(c *gin.Context) ([]byte, error) {
 	if len(data) > MaxBodyBytes {
 		return nil, apierror.New(apierror.ErrRequestTooLarge, "the request body is larger than %d bytes", MaxBodyBytes)
 	}
+	return data, nil
+}
+
+// readBody reads a body that must not be empty.
+func readBody(c *gin.Context) ([]byte, error) {
+	data, err := readLimited(c)
+	if err != nil {
+		return nil, err
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, apierror.New(apierror.ErrBadRequest, "the request body is empty")
 	}
-	mt := mediaType(c.GetHeader("Content-Type"))
-	switch mt {
-	case "", "application/json", "*/*":
-		return data, nil
-	case protobufMediaType:
-		return protobufToJSON(data)
-	case "application/yaml", "application/x-yaml", "text/yaml":
-		j, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, apierror.New(apierror.ErrBadRequest, "the body of the request is not valid YAML: %v", err)
-		}
-		return j, nil
-	default:
-		return nil, apierror.New(apierror.ErrUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
-	}
+	return data, nil
 }
 
-func mediaType(h string) string {
-	if h == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(h)
-	if err != nil {
-		return h
-	}
-	return mt
-}
-
-// fieldValidation returns the directive of the request: Strict, Warn (the default) or Ignore.
-func fieldValidation(c *gin.Context) (string, error) {
-	switch v := c.Query("fieldValidation"); v {
-	case "":
-		return metav1.FieldValidationWarn, nil
-	case metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore:
-		return v, nil
-	default:
-		return "", apierror.New(apierror.ErrBadRequest, "fieldValidation must be one of Strict, Warn or Ignore, not %q", v)
-	}
-}
-
-// decodeInto decodes JSON into obj, case-sensitively, reporting unknown and duplicate fields
-// according to the directive: an error under Strict, warnings under Warn.
-func decodeInto(c *gin.Context, data []byte, obj any, directive string) error {
+// decodeStrict decodes JSON into obj case-sensitively, reporting unknown and duplicate fields
+// according to the field validation directive: an error under Strict, warnings under Warn.
+func decodeStrict(c *gin.Context, data []byte, obj any, directive string) error {
 	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
 		return apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
 	}
-	return strictResult(c, strictErrs, directive)
+	return applyDirective(c, strictErrs, directive)
 }
 
-// strictResult applies the field validation directive to the strict decoding errors found.
-func strictResult(c *gin.Context, strictErrs []error, directive string) error {
+// applyDirective applies the field validation directive to the strict decoding errors found.
+func applyDirective(c *gin.Context, strictErrs []error, directive string) error {
 	if len(strictErrs) == 0 || directive == metav1.FieldValidationIgnore {
 		return nil
 	}
@@ -114,80 +91,85 @@ func cleanJSONError(err error) string {
 	return err.Error()
 }
 
+// decodeProtobuf reads a protobuf envelope into into, which must be the kind the envelope
+// names; want lists the kinds accepted (any group version of the kind when empty).
+func decodeProtobuf(data []byte, into runtime.Object, want schema.GroupVersionKind) error {
+	_, gvk, err := protobufCodec.Decode(data, nil, into)
+	if err != nil {
+		return apierror.New(apierror.ErrBadRequest, "the protobuf body could not be decoded: %v", err)
+	}
+	if gvk != nil && (gvk.Kind != want.Kind || (want.Version != "" && gvk.GroupVersion() != want.GroupVersion())) {
+		return apierror.New(apierror.ErrBadRequest, "the kind in the body (%s) does not match the kind of the endpoint (%s)", gvk, want)
+	}
+	into.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return nil
+}
+
+// decodeInto decodes a body of any accepted format into obj, an object of kind want (a
+// version left empty accepts the kind in any group version, as options and bindings are).
+func decodeInto(c *gin.Context, res *scheme.Resource, data []byte, obj runtime.Object, want schema.GroupVersionKind, directive string) error {
+	format, err := bodyFormat(c, res)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case protobufMediaType:
+		return decodeProtobuf(data, obj, want)
+	case yamlMediaType:
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			return apierror.New(apierror.ErrBadRequest, "the body of the request is not valid YAML: %v", err)
+		}
+	}
+	return decodeStrict(c, data, obj, directive)
+}
+
 // decodeObject decodes a request body as an object of the target's kind, checking the
-// apiVersion and kind it names. The body is parsed once: the kind check reads the decoded
-// type meta, and strict decoding problems are reported only after it.
+// apiVersion and kind it names. Strict decoding problems are reported only after the kind
+// check, so a body of the wrong kind says so rather than listing its unknown fields.
 func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
+	format, err := bodyFormat(c, res)
+	if err != nil {
+		return nil, err
+	}
+	obj := res.New()
+	switch format {
+	case protobufMediaType:
+		if err := decodeProtobuf(data, obj, res.GVK); err != nil {
+			return nil, err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(res.GVK)
+		return obj, nil
+	case yamlMediaType:
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, apierror.New(apierror.ErrBadRequest, "the body of the request is not valid YAML: %v", err)
+		}
+	}
+	return decodeJSONObject(c, res, data, directive)
+}
+
+// decodeJSONObject is decodeObject for JSON, which patches also produce.
+func decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
 	obj := res.New()
 	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
 		return nil, apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
 	}
-	want := res.GVK
 	tm, err := meta.TypeAccessor(obj)
 	if err != nil {
 		return nil, err
 	}
+	want := res.GVK
 	if k := tm.GetKind(); k != "" && k != want.Kind {
 		return nil, apierror.New(apierror.ErrBadRequest, "the kind in the body (%s) does not match the kind of the endpoint (%s)", k, want.Kind)
 	}
 	if v := tm.GetAPIVersion(); v != "" && v != want.GroupVersion().String() {
 		return nil, apierror.New(apierror.ErrBadRequest, "the API version in the body (%s) does not match the API version of the endpoint (%s)", v, want.GroupVersion().String())
 	}
-	if err := strictResult(c, strictErrs, directive); err != nil {
+	if err := applyDirective(c, strictErrs, directive); err != nil {
 		return nil, err
 	}
-	setTypeMeta(obj, res)
-	normalize(obj)
-	return obj, nil
-}
-
-// decodeNamed decodes a body for the object a URL names: its metadata.name must be name, or
-// the request fails with mismatch (by default, that the names differ).
-func decodeNamed(c *gin.Context, res *scheme.Resource, data []byte, directive, name, mismatch string) (runtime.Object, metav1.Object, error) {
-	obj, err := decodeObject(c, res, data, directive)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := metaOf(obj)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.GetName() != name {
-		if mismatch == "" {
-			mismatch = fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name)
-		}
-		return nil, nil, apierror.New(apierror.ErrBadRequest, "%s", mismatch)
-	}
-	return obj, m, nil
-}
-
-func setTypeMeta(obj runtime.Object, res *scheme.Resource) {
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
-}
-
-// tableRequest reports whether the client asked for a meta.k8s.io Table, as kubectl get does.
-func tableRequest(c *gin.Context) bool {
-	for _, part := range strings.Split(c.GetHeader("Accept"), ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil || mt != "application/json" {
-			continue
-		}
-		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
-			return true
-		}
-	}
-	return false
-}
-
-// writeJSON answers with obj as JSON.
-func writeJSON(c *gin.Context, code int, obj any) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		writeError(c, fmt.Errorf("encode response: %w", err))
-		return
-	}
-	c.Data(code, "application/json", data)
+	return obj, nil
 }
 
 // writeError answers with the Status an error maps to.
@@ -198,76 +180,170 @@ func writeError(c *gin.Context, err error) {
 	}
 	c.Set(statusKey, int(st.Code))
 	data, _ := json.Marshal(st)
-	c.Data(int(st.Code), "application/json", data)
+	c.Data(int(st.Code), jsonMediaType, data)
 	c.Abort()
 }
 
 const statusKey = "minik8s.status"
 
-// encodeStored encodes an object for etcd: JSON with type meta, without resourceVersion.
-func encodeStored(obj runtime.Object, res *scheme.Resource) ([]byte, error) {
-	setTypeMeta(obj, res)
-	m, err := metaOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	rv := m.GetResourceVersion()
-	m.SetResourceVersion("")
+// writeJSON answers with obj as JSON, whatever the client asked for; for answers that only
+// have a JSON form (discovery, Status objects of subresources).
+func writeJSON(c *gin.Context, code int, obj any) {
 	data, err := json.Marshal(obj)
-	m.SetResourceVersion(rv)
-	return data, err
+	if err != nil {
+		writeError(c, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	c.Data(code, jsonMediaType, data)
 }
 
-// decodeStored decodes a stored value and stamps the revision it was read at.
-func decodeStored(res *scheme.Resource, data []byte, rev int64) (runtime.Object, error) {
-	obj := res.New()
-	if err := json.Unmarshal(data, obj); err != nil {
-		return nil, fmt.Errorf("decode stored %s: %w", res.Plural, err)
+// encode renders obj in a negotiated form: the object (JSON, YAML or protobuf), a Table, or
+// its metadata.
+func (s *Server) encode(out output, obj runtime.Object, includeObject string) ([]byte, error) {
+	switch out.view {
+	case viewTable:
+		if s.cfg.Tables == nil {
+			return nil, apierror.New(apierror.ErrNotAcceptable, "tables are not served")
+		}
+		tbl, err := s.cfg.Tables.Convert(obj, includeObject, s.cfg.Now())
+		if err != nil {
+			return nil, fmt.Errorf("render table: %w", err)
+		}
+		tbl.APIVersion, tbl.Kind = "meta.k8s.io/v1", "Table"
+		obj = tbl
+	case viewMetadata:
+		m, err := partialMetadata(obj)
+		if err != nil {
+			return nil, err
+		}
+		obj = m
 	}
-	setTypeMeta(obj, res)
-	m, err := metaOf(obj)
+	switch out.mediaType {
+	case protobufMediaType:
+		var buf bytes.Buffer
+		if err := protobufCodec.Encode(obj, &buf); err != nil {
+			return nil, fmt.Errorf("encode protobuf: %w", err)
+		}
+		return buf.Bytes(), nil
+	case yamlMediaType:
+		return yaml.Marshal(obj)
+	}
+	return json.Marshal(obj)
+}
+
+// partialMetadata reduces an object or list to PartialObjectMetadata(List).
+func partialMetadata(obj runtime.Object) (runtime.Object, error) {
+	metaOnly := func(o runtime.Object) (*metav1.PartialObjectMetadata, error) {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return nil, err
+		}
+		om, ok := m.(*metav1.ObjectMeta)
+		if !ok {
+			return nil, fmt.Errorf("%T has no ObjectMeta", o)
+		}
+		return &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
+			ObjectMeta: *om,
+		}, nil
+	}
+	if !meta.IsListType(obj) {
+		return metaOnly(obj)
+	}
+	items, err := meta.ExtractList(obj)
 	if err != nil {
 		return nil, err
 	}
-	m.SetResourceVersion(fmt.Sprint(rev))
-	return obj, nil
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	list := &metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: lm.GetResourceVersion(), Continue: lm.GetContinue()},
+	}
+	for _, item := range items {
+		p, err := metaOnly(item)
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, *p)
+	}
+	return list, nil
 }
 
-const protobufMediaType = "application/vnd.kubernetes.protobuf"
-
-// protobufCodec reads the Kubernetes protobuf envelope the real kubectl sends for some writes
-// (e.g. "kubectl create namespace"); only k8s.io/api kinds have a protobuf form.
-var protobufCodec = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
-
-// protobufToJSON decodes a protobuf body and re-encodes it as JSON, so the rest of the write
-// path (strict decoding, validation) is the same for every wire format.
-func protobufToJSON(data []byte) ([]byte, error) {
-	obj, _, err := protobufCodec.Decode(data, nil, nil)
+// respond writes an object or list in the form the client negotiated.
+func (s *Server) respond(c *gin.Context, code int, res *scheme.Resource, obj runtime.Object) {
+	out, err := negotiateOutput(c, res)
 	if err != nil {
-		return nil, apierror.New(apierror.ErrBadRequest, "the protobuf body could not be decoded: %v", err)
+		writeError(c, err)
+		return
 	}
-	out, err := json.Marshal(obj)
+	data, err := s.encode(out, obj, c.DefaultQuery("includeObject", string(metav1.IncludeMetadata)))
 	if err != nil {
-		return nil, apierror.New(apierror.ErrBadRequest, "the protobuf body could not be re-encoded: %v", err)
+		writeError(c, err)
+		return
 	}
-	return out, nil
+	c.Data(code, out.mediaType, s.pretty(c, out, data))
 }
 
-// respondStored answers with a stored object: straight from its bytes unless the client asked
-// for a Table (or the bytes are not in the expected shape).
+// respondWritten answers with what a write left: straight from the stored bytes when the
+// client takes plain JSON, encoded otherwise.
+func (s *Server) respondWritten(c *gin.Context, code int, res *scheme.Resource, w registry.Written) {
+	s.respondStored(c, code, res, w.Object, w.Stored, w.Revision)
+}
+
+// respondStored answers with a stored object: straight from its bytes when the client takes
+// plain JSON (and the bytes are in the expected shape), decoded and encoded otherwise.
 func (s *Server) respondStored(c *gin.Context, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
-	if !tableRequest(c) {
+	out, err := negotiateOutput(c, res)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil {
 		if data, ok := storage.WithResourceVersion(stored, rev); ok {
-			c.Data(code, "application/json", data)
+			c.Data(code, jsonMediaType, s.pretty(c, out, data))
 			return
 		}
 	}
 	if obj == nil {
-		var err error
-		if obj, err = decodeStored(res, stored, rev); err != nil {
+		if obj, err = registry.DecodeStored(res, stored, rev); err != nil {
 			writeError(c, err)
 			return
 		}
 	}
-	s.respond(c, code, obj)
+	data, err := s.encode(out, obj, c.DefaultQuery("includeObject", string(metav1.IncludeMetadata)))
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	c.Data(code, out.mediaType, s.pretty(c, out, data))
+}
+
+// pretty indents JSON for clients that ask (pretty=true) or are curl or wget, as Kubernetes
+// does.
+func (s *Server) pretty(c *gin.Context, out output, data []byte) []byte {
+	if out.mediaType != jsonMediaType || !wantsPretty(c) {
+		return data
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, data, "", "  ") != nil {
+		return data
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+func wantsPretty(c *gin.Context) bool {
+	if v, ok := c.GetQuery("pretty"); ok {
+		return queryBool(v)
+	}
+	ua := strings.ToLower(c.GetHeader("User-Agent"))
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "wget")
+}
+
+// queryBool reads a boolean query parameter as Kubernetes does: true unless "false" or "0".
+func queryBool(v string) bool {
+	return v != "0" && !strings.EqualFold(v, "false")
 }

@@ -13,6 +13,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"minik8s.io/apiserver/internal/registry"
 )
 
 func TestCreateGetAndDuplicate(t *testing.T) {
@@ -68,7 +69,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		{name: "bad yaml", path: base, ctype: "application/yaml", body: "a: [", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "wrong kind", path: base, body: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "x"}}, code: 400, reason: metav1.StatusReasonBadRequest, msg: "kind"},
 		{name: "unknown resource", path: "/api/v1/namespaces/" + ns + "/widgets", body: podManifest("w", nil), code: 404, reason: metav1.StatusReasonNotFound},
-		{name: "missing namespace", path: "/api/v1/namespaces/nope-" + randomSuffix() + "/pods", body: podManifest("p", nil), code: 404, reason: metav1.StatusReasonNotFound, msg: "namespaces"},
+		{name: "missing namespace", path: "/api/v1/namespaces/nope-" + registry.RandomSuffix() + "/pods", body: podManifest("p", nil), code: 404, reason: metav1.StatusReasonNotFound, msg: "namespaces"},
 		{name: "unsupported media type", path: base, ctype: "text/plain", body: "x", code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
 		{name: "too large", path: base, body: strings.Repeat(" ", MaxBodyBytes+10), code: 413, reason: metav1.StatusReasonRequestEntityTooLarge},
 	}

@@ -114,6 +114,14 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 				ar.Group, ar.Version, ar.Kind, ar.Verbs = "autoscaling", "v1", "Scale", verbsStatus
 			case "log":
 				ar.Kind, ar.Verbs = "Pod", metav1.Verbs{"get"}
+			case "eviction":
+				ar.Group, ar.Version, ar.Kind, ar.Verbs = "policy", "v1", "Eviction", metav1.Verbs{"create"}
+			case "exec":
+				ar.Kind, ar.Verbs = "PodExecOptions", metav1.Verbs{"create", "get"}
+			case "attach":
+				ar.Kind, ar.Verbs = "PodAttachOptions", metav1.Verbs{"create", "get"}
+			case "portforward":
+				ar.Kind, ar.Verbs = "PodPortForwardOptions", metav1.Verbs{"create", "get"}
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"minik8s.io/apiserver/internal/registry"
 )
 
 // pods/<name>/log is proxied to the kubelet of the pod's node with the caller's options.
@@ -32,7 +33,7 @@ func TestPodLogProxy(t *testing.T) {
 		c.Kubelet = &KubeletClient{HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, Token: "kubelet-token"}
 	})
 	ns := h.namespace()
-	node := "logs-" + randomSuffix()
+	node := "logs-" + registry.RandomSuffix()
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", map[string]any{
 		"metadata": map[string]any{"name": node},
 		"status": map[string]any{

@@ -20,10 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"minik8s.io/apiserver/internal/defaults"
+	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage/etcdstore"
 	"minik8s.io/apiserver/internal/tables"
-	"minik8s.io/apiserver/internal/validation"
 )
 
 // testStore is one embedded etcd shared by the tests of this package; each test works in its
@@ -104,10 +103,6 @@ func newHarnessWith(t testing.TB, adjust func(*Config)) *harness {
 		Tables:                tableConv{},
 		Logger:                slog.New(slog.DiscardHandler),
 		ExternalAddress:       "127.0.0.1:6443",
-		Default:               defaults.Apply,
-		DefaultUpdate:         defaults.ApplyUpdate,
-		ValidateCreate:        validation.ValidateCreate,
-		ValidateUpdate:        validation.ValidateUpdate,
 		WatchBookmarkInterval: 100 * time.Millisecond,
 	}
 	if adjust != nil {
@@ -210,7 +205,7 @@ func (h *harness) namespace() string {
 	if len(name) > 50 {
 		name = name[:50]
 	}
-	name = strings.Trim(name, "-") + "-" + randomSuffix()
+	name = strings.Trim(name, "-") + "-" + registry.RandomSuffix()
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces", "", map[string]any{
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
 	}, nil)

@@ -2,32 +2,16 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
-	"strconv"
 
-	"github.com/gin-gonic/gin"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
-	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
 )
-
-// readPatch reads a patch body of at most MaxBodyBytes.
-func readPatch(c *gin.Context) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(c.Request.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, apierror.New(apierror.ErrBadRequest, "reading request body: %v", err)
-	}
-	if len(data) > MaxBodyBytes {
-		return nil, apierror.New(apierror.ErrRequestTooLarge, "the request body is larger than %d bytes", MaxBodyBytes)
-	}
-	return data, nil
-}
 
 // applyPatch applies a patch of the given type to the JSON of the current object.
 func applyPatch(res *scheme.Resource, pt types.PatchType, current, patch []byte) ([]byte, error) {
@@ -80,81 +64,21 @@ func applyPatch(res *scheme.Resource, pt types.PatchType, current, patch []byte)
 	return nil, apierror.New(apierror.ErrUnsupportedMediaType, "the patch content type %q is not supported: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", string(pt))
 }
 
-func (s *Server) patch(c *gin.Context, t target) {
-	pt := types.PatchType(mediaType(c.GetHeader("Content-Type")))
+// checkPatchType accepts the patch types Kubernetes serves; strategic merge needs the Go
+// types' patch strategy tags.
+func checkPatchType(res *scheme.Resource, pt types.PatchType) error {
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyPatchType:
-	default:
-		writeError(c, apierror.New(apierror.ErrUnsupportedMediaType, "the patch content type %q is not supported: use application/json-patch+json, application/merge-patch+json or application/strategic-merge-patch+json", string(pt)))
-		return
+	case types.JSONPatchType, types.MergePatchType, types.ApplyPatchType:
+		return nil
+	case types.StrategicMergePatchType:
+		if !res.StrategicMerge() {
+			return apierror.New(apierror.ErrUnsupportedMediaType, "strategic merge patch is not supported for %s; use a JSON merge patch (application/merge-patch+json)", res.GVK.GroupKind())
+		}
+		return nil
 	}
-	directive, dry, err := writeOptions(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	data, err := readPatch(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	for attempt := 0; attempt < maxRetries; attempt++ {
-		old, kv, err := s.read(c.Request.Context(), t)
-		if errors.Is(err, apierror.ErrNotFound) && pt == types.ApplyPatchType {
-			// Server-side apply creates what does not exist yet.
-			s.applyCreate(c, t, data, directive, dry)
-			return
-		}
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		// The stored bytes are the current object already; no need to encode what was read.
-		current, ok := storage.WithResourceVersion(kv.Value, kv.ModRevision)
-		if !ok {
-			if current, err = json.Marshal(old); err != nil {
-				writeError(c, err)
-				return
-			}
-		}
-		patched, err := applyPatch(t.res, pt, current, data)
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		obj, m, err := decodeNamed(c, t.res, patched, directive, t.name, "the patch may not change metadata.name")
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		// A patch that names a resourceVersion is a precondition; otherwise the patch is
-		// re-applied to the newest object when it raced with another write.
-		conditional := m.GetResourceVersion() != strconv.FormatInt(kv.ModRevision, 10)
-		out, code, err := s.commitUpdate(c.Request.Context(), t, old, kv, obj, conditional, dry)
-		if errors.Is(err, errRetry) {
-			continue
-		}
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		s.respond(c, code, out)
-		return
-	}
-	writeError(c, apierror.Conflict(t.res.GVK.Group, t.res.Plural, t.name, "too many concurrent writes; try again"))
+	return apierror.New(apierror.ErrUnsupportedMediaType, "the patch content type %q is not supported: use application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json or application/apply-patch+yaml", string(pt))
 }
 
-// applyCreate creates the object of an apply configuration whose target does not exist.
-func (s *Server) applyCreate(c *gin.Context, t target, data []byte, directive string, dry bool) {
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		writeError(c, apierror.New(apierror.ErrBadRequest, "the apply configuration is not valid YAML: %v", err))
-		return
-	}
-	obj, _, err := decodeNamed(c, t.res, j, directive, t.name, "")
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	s.createObject(c, t, obj, dry)
-}
+func yamlToJSON(data []byte) ([]byte, error) { return yaml.YAMLToJSON(data) }
+
+func encodeJSON(obj runtime.Object) ([]byte, error) { return json.Marshal(obj) }

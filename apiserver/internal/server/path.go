@@ -1,9 +1,14 @@
 package server
 
 import (
-	"strings"
+	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/apiserver/internal/registry"
 
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
@@ -69,24 +74,15 @@ func (t target) checkSubresource() error {
 	return nil
 }
 
-// storageKey is /registry/<plural>/<namespace>/<name>, or without namespace for cluster scope.
-func storageKey(r *scheme.Resource, namespace, name string) string {
-	var b strings.Builder
-	b.WriteString("/registry/")
-	b.WriteString(r.Plural)
-	b.WriteByte('/')
-	if r.Namespaced && namespace != "" {
-		b.WriteString(namespace)
-		b.WriteByte('/')
-	}
-	b.WriteString(name)
-	return b.String()
+// key is the registry's name for the target.
+func (t target) key() registry.Key {
+	return registry.Key{Resource: t.res, Namespace: t.namespace, Name: t.name}
 }
 
-// storagePrefix is the key prefix of a collection: one namespace, or all of them.
-func storagePrefix(r *scheme.Resource, namespace string) string {
-	if r.Namespaced && namespace != "" {
-		return "/registry/" + r.Plural + "/" + namespace + "/"
+func metaOf(obj runtime.Object) (metav1.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("object %T has no metadata: %w", obj, err)
 	}
-	return "/registry/" + r.Plural + "/"
+	return m, nil
 }

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 )
@@ -46,20 +46,14 @@ type Config struct {
 	Store         storage.Interface
 	Authenticator Authenticator
 	Tables        TableConverter
-	// OpenAPI serves GET /openapi/v3 and the documents below it.
-	OpenAPI http.Handler
-	Logger  *slog.Logger
+	// OpenAPI serves GET /openapi/v3 and the documents below it; OpenAPIV2 GET /openapi/v2.
+	OpenAPI   http.Handler
+	OpenAPIV2 http.Handler
+	Logger    *slog.Logger
 	// Ready reports whether the server should answer /readyz with ok.
 	Ready func(ctx context.Context) error
 	// ExternalAddress is host:port clients reach the server at, for discovery.
 	ExternalAddress string
-	// Default fills defaults of an object before validation.
-	Default func(runtime.Object)
-	// DefaultUpdate fills defaults of an object replacing old; Default is used when nil.
-	DefaultUpdate func(obj, old runtime.Object)
-	// ValidateCreate and ValidateUpdate return every problem with its field path.
-	ValidateCreate func(obj runtime.Object) field.ErrorList
-	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// WatchBookmarkInterval spaces BOOKMARK events on watches that allow them.
@@ -68,7 +62,8 @@ type Config struct {
 	// network when not set.
 	PodCIDRs    netip.Prefix
 	PodCIDRBits int
-	// Kubelet reaches node agents for pod logs; nil disables pods/log.
+	// Kubelet reaches node agents for pod logs, exec, attach and port-forward; nil disables
+	// them.
 	Kubelet *KubeletClient
 }
 
@@ -76,10 +71,9 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	store  storage.Interface
+	reg    *registry.Registry
 	log    *slog.Logger
 	engine *gin.Engine
-	ns     *namespaces
-	alloc  *allocator
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -91,12 +85,9 @@ func New(cfg Config) *Server {
 		cfg.WatchBookmarkInterval = time.Minute
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger}
-	s.ns = newNamespaces(s)
-	s.alloc = &allocator{store: cfg.Store, podCIDRs: DefaultPodCIDRRange, podCIDRBits: DefaultPodCIDRBits}
-	if cfg.PodCIDRs.IsValid() {
-		s.alloc.podCIDRs, s.alloc.podCIDRBits = cfg.PodCIDRs, cfg.PodCIDRBits
-	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, reg: registry.New(registry.Config{
+		Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs, PodCIDRBits: cfg.PodCIDRBits,
+	})}
 	e := gin.New()
 	e.HandleMethodNotAllowed = false
 	e.Use(s.recoverer, s.instrument)
@@ -111,6 +102,9 @@ func New(cfg Config) *Server {
 	if cfg.OpenAPI != nil {
 		auth.GET("/openapi/v3", gin.WrapH(cfg.OpenAPI))
 		auth.GET("/openapi/v3/*path", gin.WrapH(cfg.OpenAPI))
+	}
+	if cfg.OpenAPIV2 != nil {
+		auth.GET("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
 	}
 	auth.Any("/api/v1", s.legacyResources)
 	auth.Any("/api/v1/*path", s.resourceRequest)
@@ -127,18 +121,9 @@ func New(cfg Config) *Server {
 // Handler is the root HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Start runs the background work of the server (service address repair, namespace
-// finalization) until ctx ends.
-func (s *Server) Start(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.alloc.repairLoop(ctx, s)
-	}()
-	err := s.ns.run(ctx)
-	<-done
-	return err
-}
+// Start runs the background work of the registry (system namespaces, namespace
+// finalization, default service accounts, address allocation repair) until ctx ends.
+func (s *Server) Start(ctx context.Context) error { return s.reg.Start(ctx) }
 
 func (s *Server) recoverer(c *gin.Context) {
 	defer func() {
@@ -228,13 +213,17 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 			s.methodNotAllowed(c, m, t)
 		}
 		return
-	case "binding":
+	case "binding", "eviction":
 		verb = "create"
 		if m != http.MethodPost {
 			s.methodNotAllowed(c, m, t)
 			return
 		}
-		s.bind(c, t)
+		if t.subresource == "binding" {
+			s.bind(c, t)
+		} else {
+			s.evict(c, t)
+		}
 		return
 	case "scale":
 		s.scale(c, t, &verb)
@@ -247,15 +236,29 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 		}
 		s.podLog(c, t)
 		return
+	case "exec", "attach", "portforward":
+		verb = "create"
+		if m != http.MethodGet && m != http.MethodPost {
+			s.methodNotAllowed(c, m, t)
+			return
+		}
+		s.podStream(c, t)
+		return
 	}
-	watching := c.Query("watch") == "true" || c.Query("watch") == "1"
 	switch {
-	case m == http.MethodGet && t.name == "" && watching:
-		verb = "watch"
-		s.watch(c, t)
 	case m == http.MethodGet && t.name == "":
+		opts, err := listOptions(c)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		if opts.Watch {
+			verb = "watch"
+			s.watch(c, t, opts)
+			return
+		}
 		verb = "list"
-		s.list(c, t)
+		s.list(c, t, opts)
 	case m == http.MethodGet:
 		verb = "get"
 		s.get(c, t)

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,14 +9,28 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"minik8s.io/apiserver/internal/registry"
+	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
 )
+
+var (
+	bindingGVK  = corev1.SchemeGroupVersion.WithKind("Binding")
+	scaleGVK    = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	evictionGVK = policyv1.SchemeGroupVersion.WithKind("Eviction")
+)
+
+// created is the Status subresources that act (binding, eviction) answer with.
+func created(c *gin.Context) {
+	writeJSON(c, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
 
 // bind assigns a pod to a node (POST pods/<name>/binding), once.
 func (s *Server) bind(c *gin.Context, t target) {
@@ -28,7 +40,7 @@ func (s *Server) bind(c *gin.Context, t target) {
 		return
 	}
 	var b corev1.Binding
-	if err := decodeInto(c, data, &b, metav1.FieldValidationStrict); err != nil {
+	if err := decodeInto(c, t.res, data, &b, bindingGVK, metav1.FieldValidationStrict); err != nil {
 		writeError(c, err)
 		return
 	}
@@ -44,40 +56,27 @@ func (s *Server) bind(c *gin.Context, t target) {
 		writeError(c, apierror.Invalid("", "Binding", t.name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})}))
 		return
 	}
-	pt := target{res: t.res, namespace: t.namespace, name: t.name}
-	for attempt := 0; attempt < maxRetries; attempt++ {
-		obj, kv, err := s.read(c.Request.Context(), pt)
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		pod := obj.(*corev1.Pod)
-		if b.UID != "" && b.UID != pod.UID {
-			writeError(c, apierror.Conflict("", "pods", t.name, "the UID in the binding does not match the pod"))
-			return
-		}
-		if pod.DeletionTimestamp != nil {
-			writeError(c, apierror.Conflict("", "pods", t.name, "pod is being deleted, cannot be assigned to a host"))
-			return
-		}
-		if pod.Spec.NodeName != "" {
-			writeError(c, apierror.Conflict("", "pods", t.name, "pod "+t.name+" is already assigned to node \""+pod.Spec.NodeName+"\""))
-			return
-		}
-		pod.Spec.NodeName = b.Target.Name
-		setPodScheduled(pod, s.cfg.Now())
-		_, _, err = s.commitUpdate(c.Request.Context(), target{res: t.res, namespace: t.namespace, name: t.name, subresource: "binding"}, obj.DeepCopyObject(), kv, pod, false, false)
-		if errors.Is(err, errRetry) {
-			continue
-		}
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		writeJSON(c, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	_, err = s.reg.Update(c.Request.Context(), t.key(), registry.UpdateOptions{Subresource: "binding"},
+		func(current runtime.Object, _ storage.KV) (runtime.Object, string, error) {
+			pod := current.(*corev1.Pod)
+			if b.UID != "" && b.UID != pod.UID {
+				return nil, "", apierror.Conflict("", "pods", t.name, "the UID in the binding does not match the pod")
+			}
+			if pod.DeletionTimestamp != nil {
+				return nil, "", apierror.Conflict("", "pods", t.name, "pod is being deleted, cannot be assigned to a host")
+			}
+			if pod.Spec.NodeName != "" {
+				return nil, "", apierror.Conflict("", "pods", t.name, "pod "+t.name+" is already assigned to node \""+pod.Spec.NodeName+"\"")
+			}
+			pod.Spec.NodeName = b.Target.Name
+			setPodScheduled(pod, s.cfg.Now())
+			return pod, "", nil
+		})
+	if err != nil {
+		writeError(c, err)
 		return
 	}
-	writeError(c, apierror.Conflict("", "pods", t.name, "too many concurrent writes; try again"))
+	created(c)
 }
 
 // setPodScheduled records the binding in the pod's PodScheduled condition.
@@ -90,6 +89,30 @@ func setPodScheduled(pod *corev1.Pod, now time.Time) {
 		}
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, cond)
+}
+
+// evict deletes a pod through the Eviction API (POST pods/<name>/eviction), as kubectl drain
+// does. No PodDisruptionBudgets are served, so every eviction is allowed.
+func (s *Server) evict(c *gin.Context, t target) {
+	data, err := readBody(c)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	var ev policyv1.Eviction
+	if err := decodeInto(c, t.res, data, &ev, evictionGVK, metav1.FieldValidationStrict); err != nil {
+		writeError(c, err)
+		return
+	}
+	if ev.Name != "" && ev.Name != t.name {
+		writeError(c, apierror.New(apierror.ErrBadRequest, "name in URL does not match name in Eviction object"))
+		return
+	}
+	if _, err := s.reg.Delete(c.Request.Context(), t.key(), ev.DeleteOptions); err != nil {
+		writeError(c, err)
+		return
+	}
+	created(c)
 }
 
 // scaleOf renders the autoscaling/v1 Scale of a Deployment or ReplicaSet.
@@ -136,6 +159,9 @@ func setReplicas(obj runtime.Object, n int32) {
 	}
 }
 
+// scaleResource describes the Scale kind for patching and negotiation.
+var scaleResource = &scheme.Resource{GVK: scaleGVK, New: func() runtime.Object { return &autoscalingv1.Scale{} }}
+
 // scale serves GET, PUT and PATCH of the scale subresource.
 func (s *Server) scale(c *gin.Context, t target, verb *string) {
 	ctx := c.Request.Context()
@@ -143,22 +169,29 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 	switch c.Request.Method {
 	case http.MethodGet:
 		*verb = "get"
-		obj, _, err := s.read(ctx, main)
-		if err == nil {
-			var sc *autoscalingv1.Scale
-			if sc, err = scaleOf(obj); err == nil {
-				writeJSON(c, http.StatusOK, sc)
-				return
-			}
+		obj, _, err := s.reg.Read(ctx, main.key())
+		if err != nil {
+			writeError(c, err)
+			return
 		}
-		writeError(c, err)
+		sc, err := scaleOf(obj)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		s.respond(c, http.StatusOK, scaleResource, sc)
 	case http.MethodPut, http.MethodPatch:
 		*verb = "update"
 		var body []byte
 		var err error
+		pt := types.PatchType(mediaType(c.GetHeader("Content-Type")))
 		if c.Request.Method == http.MethodPatch {
 			*verb = "patch"
-			body, err = readPatch(c)
+			if err := checkPatchType(scaleResource, pt); err != nil {
+				writeError(c, err)
+				return
+			}
+			body, err = readLimited(c)
 		} else {
 			body, err = readBody(c)
 		}
@@ -166,61 +199,46 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 			writeError(c, err)
 			return
 		}
-		for attempt := 0; attempt < maxRetries; attempt++ {
-			obj, kv, err := s.read(ctx, main)
+		w, err := s.reg.Update(ctx, main.key(), registry.UpdateOptions{}, func(current runtime.Object, kv storage.KV) (runtime.Object, string, error) {
+			cur, err := scaleOf(current)
 			if err != nil {
-				writeError(c, err)
-				return
-			}
-			cur, err := scaleOf(obj)
-			if err != nil {
-				writeError(c, err)
-				return
+				return nil, "", err
 			}
 			var want autoscalingv1.Scale
 			if c.Request.Method == http.MethodPatch {
-				curJSON, _ := json.Marshal(cur)
-				pt := types.PatchType(mediaType(c.GetHeader("Content-Type")))
-				scaleRes := &scheme.Resource{GVK: autoscalingv1.SchemeGroupVersion.WithKind("Scale"), New: func() runtime.Object { return &autoscalingv1.Scale{} }}
-				patched, err := applyPatch(scaleRes, pt, curJSON, body)
+				curJSON, err := encodeJSON(cur)
 				if err != nil {
-					writeError(c, err)
-					return
+					return nil, "", err
 				}
-				body = patched
-			}
-			if err := decodeInto(c, body, &want, metav1.FieldValidationStrict); err != nil {
-				writeError(c, err)
-				return
+				patched, err := applyPatch(scaleResource, pt, curJSON, body)
+				if err != nil {
+					return nil, "", err
+				}
+				if err := decodeStrict(c, patched, &want, metav1.FieldValidationStrict); err != nil {
+					return nil, "", err
+				}
+			} else if err := decodeInto(c, scaleResource, body, &want, scaleGVK, metav1.FieldValidationStrict); err != nil {
+				return nil, "", err
 			}
 			if want.Spec.Replicas < 0 {
-				writeError(c, apierror.Invalid("autoscaling", "Scale", t.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), want.Spec.Replicas, "must be greater than or equal to 0")}))
-				return
+				return nil, "", apierror.Invalid("autoscaling", "Scale", t.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), want.Spec.Replicas, "must be greater than or equal to 0")})
 			}
-			conditional := want.ResourceVersion != "" && want.ResourceVersion != strconv.FormatInt(kv.ModRevision, 10)
-			if conditional {
-				writeError(c, conflictModified(main))
-				return
+			if want.ResourceVersion != "" && want.ResourceVersion != strconv.FormatInt(kv.ModRevision, 10) {
+				return nil, "", registry.ConflictModified(main.key())
 			}
-			next := obj.DeepCopyObject()
-			setReplicas(next, want.Spec.Replicas)
-			out, _, err := s.commitUpdate(ctx, main, obj, kv, next, false, false)
-			if errors.Is(err, errRetry) {
-				continue
-			}
-			if err != nil {
-				writeError(c, err)
-				return
-			}
-			sc, err := scaleOf(out)
-			if err != nil {
-				writeError(c, err)
-				return
-			}
-			writeJSON(c, http.StatusOK, sc)
+			setReplicas(current, want.Spec.Replicas)
+			return current, "", nil
+		})
+		if err != nil {
+			writeError(c, err)
 			return
 		}
-		writeError(c, conflictModified(main))
+		sc, err := scaleOf(w.Object)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		s.respond(c, http.StatusOK, scaleResource, sc)
 	default:
 		s.methodNotAllowed(c, c.Request.Method, t)
 	}

@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -11,98 +11,217 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"minik8s.io/apiserver/internal/storage"
+	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
 )
 
-// watchEvent is one line of a watch stream.
+// initialEventsEnd marks the bookmark that ends the initial events of a watch-list.
+const initialEventsEnd = metav1.InitialEventsAnnotationKey
+
+// watchEvent is one line of a JSON watch stream.
 type watchEvent struct {
 	Type   watch.EventType `json:"type"`
-	Object any             `json:"object"`
+	Object json.RawMessage `json:"object"`
 }
 
-// watchStream writes newline-delimited watch events, flushing each one.
+// watchStream writes watch events in the negotiated form: newline-delimited JSON, or
+// length-prefixed protobuf frames of metav1.WatchEvent. Each event is flushed.
 type watchStream struct {
-	c     *gin.Context
-	s     *Server
-	table bool
-	inc   string
-	enc   *json.Encoder
+	c   *gin.Context
+	s   *Server
+	res *scheme.Resource
+	out output
+	inc string
 }
 
 func (w *watchStream) send(typ watch.EventType, obj runtime.Object) error {
-	var payload any = obj
-	if w.table && typ != watch.Bookmark && typ != watch.Error {
-		tbl, err := w.s.cfg.Tables.Convert(obj, w.inc, w.s.cfg.Now())
+	view := w.out
+	if typ == watch.Bookmark || typ == watch.Error {
+		// Bookmarks and errors carry the object itself (or a Status), never a view of it.
+		if view.view == viewTable {
+			view.mediaType = jsonMediaType
+		}
+		view.view = viewObject
+	}
+	data, err := w.s.encode(view, obj, w.inc)
+	if err != nil {
+		return err
+	}
+	if w.out.mediaType == protobufMediaType {
+		ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: data}}
+		ev.GetObjectKind().SetGroupVersionKind(w.res.GVK.GroupVersion().WithKind("WatchEvent"))
+		frame, err := w.s.encode(output{mediaType: protobufMediaType}, ev, "")
 		if err != nil {
 			return err
 		}
-		tbl.APIVersion, tbl.Kind = "meta.k8s.io/v1", "Table"
-		payload = tbl
+		var size [4]byte
+		binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
+		if _, err := w.c.Writer.Write(size[:]); err != nil {
+			return err
+		}
+		data = frame
+	} else {
+		if data, err = json.Marshal(watchEvent{Type: typ, Object: data}); err != nil {
+			return err
+		}
+		data = append(data, '\n')
 	}
-	if err := w.enc.Encode(watchEvent{Type: typ, Object: payload}); err != nil {
+	if _, err := w.c.Writer.Write(data); err != nil {
 		return err
 	}
 	w.c.Writer.Flush()
 	return nil
 }
 
-func (s *Server) watch(c *gin.Context, t target) {
-	sel, err := parseSelectors(c, t)
+// bookmark sends a BOOKMARK at rev: an empty object of the kind carrying only its
+// resourceVersion (and the initial-events-end annotation after a watch-list's initial events).
+func (w *watchStream) bookmark(rev int64, initialEnd bool) error {
+	bm := w.res.New()
+	bm.GetObjectKind().SetGroupVersionKind(w.res.GVK)
+	if m, err := meta.Accessor(bm); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if initialEnd {
+			m.SetAnnotations(map[string]string{initialEventsEnd: "true"})
+		}
+	}
+	return w.send(watch.Bookmark, bm)
+}
+
+// parseRV reads a resourceVersion parameter; "" and "0" are 0.
+func parseRV(rv string) (int64, error) {
+	if rv == "" || rv == "0" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierror.New(apierror.ErrBadRequest, "resourceVersion must be an integer, not %q", rv)
+	}
+	return n, nil
+}
+
+// tooLargeRV is Kubernetes' answer to a resourceVersion newer than the store has: clients
+// recognise it by its cause and retry.
+func tooLargeRV(requested, current int64) error {
+	e := apierror.New(apierror.ErrTimeout, "Too large resource version: %d, current: %d", requested, current)
+	e.Status.Details = &metav1.StatusDetails{RetryAfterSeconds: 1, Causes: []metav1.StatusCause{
+		{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}}
+	return e
+}
+
+// notOlderThan checks that the store has reached revision rev.
+func (s *Server) notOlderThan(ctx context.Context, rev int64) error {
+	if rev == 0 {
+		return nil
+	}
+	cur, err := s.reg.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	if rev > cur {
+		return tooLargeRV(rev, cur)
+	}
+	return nil
+}
+
+// listRevision is the revision a list reads at (0: the latest). Kubernetes' rules: no
+// resourceVersion or "0" reads the latest; resourceVersionMatch=Exact, or a resourceVersion
+// with a limit and no match rule, reads exactly there (410 once compacted); otherwise the
+// latest, which must not be older than the resourceVersion given.
+func (s *Server) listRevision(ctx context.Context, opts *internalversion.ListOptions) (int64, error) {
+	if opts.Continue != "" {
+		return 0, nil
+	}
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil || rv == 0 {
+		return 0, err
+	}
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact || (opts.ResourceVersionMatch == "" && opts.Limit > 0) {
+		return rv, s.notOlderThan(ctx, rv)
+	}
+	return 0, s.notOlderThan(ctx, rv)
+}
+
+// watch streams changes. Where it starts, as in Kubernetes:
+//   - sendInitialEvents=true (a watch-list): the current objects as ADDED, from a list not
+//     older than resourceVersion, then a BOOKMARK annotated k8s.io/initial-events-end at the
+//     list's revision, then the changes after it;
+//   - sendInitialEvents=false: the changes after resourceVersion, or after now without one;
+//   - neither: with resourceVersion the changes after it; without (or "0") the current
+//     objects as ADDED first.
+func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptions) {
+	sel, err := s.selectors(t, opts)
 	if err != nil {
 		writeError(c, err)
 		return
 	}
-	rvParam := c.Query("resourceVersion")
-	var startRev int64
-	if rvParam != "" && rvParam != "0" {
-		if startRev, err = strconv.ParseInt(rvParam, 10, 64); err != nil || startRev < 0 {
-			writeError(c, apierror.New(apierror.ErrBadRequest, "resourceVersion must be an integer, not %q", rvParam))
-			return
-		}
+	out, err := negotiateOutput(c, t.res)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		writeError(c, err)
+		return
 	}
 	timeout := time.Duration(30+rand.IntN(30)) * time.Minute
-	if ts := c.Query("timeoutSeconds"); ts != "" {
-		v, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil || v < 0 {
-			writeError(c, apierror.New(apierror.ErrBadRequest, "timeoutSeconds must be a non-negative integer, not %q", ts))
-			return
-		}
-		timeout = time.Duration(v) * time.Second
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
 	defer cancel()
 
-	// Without a resourceVersion the watch starts with the current state, as Kubernetes does.
 	var initial []runtime.Object
-	if startRev == 0 {
-		items, rev, _, err := s.listObjects(ctx, t, sel, 0, "", 0)
+	listed := false
+	startRev := rv
+	switch send := opts.SendInitialEvents; {
+	case send != nil && !*send:
+		if startRev == 0 {
+			if startRev, err = s.reg.Revision(ctx); err != nil {
+				writeError(c, err)
+				return
+			}
+		}
+	case send != nil || rv == 0:
+		if err := s.notOlderThan(ctx, rv); err != nil {
+			writeError(c, err)
+			return
+		}
+		list, err := s.reg.List(ctx, t.key(), registry.ListOptions{Selectors: sel})
 		if err != nil {
 			writeError(c, err)
 			return
 		}
-		initial, startRev = items, rev
+		initial, startRev, listed = list.Items, list.Revision, true
 	}
-	events := s.store.Watch(ctx, storagePrefix(t.res, t.namespace), startRev)
+	events := s.reg.Watch(ctx, t.key(), sel, startRev)
 
-	c.Header("Content-Type", "application/json")
+	contentType := out.mediaType
+	if contentType == protobufMediaType {
+		contentType += ";stream=watch"
+	}
+	c.Header("Content-Type", contentType)
 	c.Header("Cache-Control", "no-cache")
 	c.Status(http.StatusOK)
 	c.Writer.WriteHeaderNow()
 	c.Writer.Flush()
-	w := &watchStream{c: c, s: s, table: tableRequest(c) && s.cfg.Tables != nil,
-		inc: c.DefaultQuery("includeObject", string(metav1.IncludeMetadata)), enc: json.NewEncoder(c.Writer)}
+	w := &watchStream{c: c, s: s, res: t.res, out: out, inc: c.DefaultQuery("includeObject", string(metav1.IncludeMetadata))}
 	for _, obj := range initial {
 		if w.send(watch.Added, obj) != nil {
 			return
 		}
 	}
+	if listed && opts.SendInitialEvents != nil && w.bookmark(startRev, true) != nil {
+		return
+	}
 	var bookmarks <-chan time.Time
-	if c.Query("allowWatchBookmarks") == "true" {
+	if opts.AllowWatchBookmarks {
 		tk := time.NewTicker(s.cfg.WatchBookmarkInterval)
 		defer tk.Stop()
 		bookmarks = tk.C
@@ -113,78 +232,28 @@ func (s *Server) watch(c *gin.Context, t target) {
 		case <-ctx.Done():
 			return
 		case <-bookmarks:
-			bm := t.res.New()
-			bm.GetObjectKind().SetGroupVersionKind(t.res.GVK)
-			if m, err := meta.Accessor(bm); err == nil {
-				m.SetResourceVersion(strconv.FormatInt(lastRev, 10))
-			}
-			if w.send(watch.Bookmark, bm) != nil {
+			if w.bookmark(lastRev, false) != nil {
 				return
 			}
-		case res, ok := <-events:
+		case b, ok := <-events:
 			if !ok {
 				return
 			}
-			if res.Err != nil {
-				s.watchError(w, res.Err, startRev)
-				return
-			}
-			for _, ev := range res.Events {
-				typ, obj, err := s.translate(t, sel, ev)
-				if err != nil {
-					s.log.Warn("watch: undecodable object", "key", ev.KV.Key, "err", err)
-					continue
-				}
+			for _, ev := range b.Events {
 				lastRev = ev.Revision
-				if typ == "" {
+				if ev.Type == "" {
 					continue
 				}
-				if w.send(typ, obj) != nil {
+				if w.send(ev.Type, ev.Object) != nil {
 					return
 				}
 			}
+			if b.Err != nil {
+				st := apierror.ToStatus(b.Err)
+				st.Kind, st.APIVersion = "Status", "v1"
+				_ = w.send(watch.Error, st)
+				return
+			}
 		}
 	}
-}
-
-func (s *Server) watchError(w *watchStream, err error, rev int64) {
-	var st *metav1.Status
-	if errors.Is(err, storage.ErrCompacted) {
-		st = &apierror.New(apierror.ErrGone, "too old resource version: %d", rev).Status
-	} else {
-		st = apierror.ToStatus(storeErr(err))
-	}
-	_ = w.enc.Encode(watchEvent{Type: watch.Error, Object: st})
-	w.c.Writer.Flush()
-}
-
-// translate turns a storage change into the watch event a selector-filtered watcher sees:
-// an object that starts matching is ADDED, one that stops matching is DELETED.
-func (s *Server) translate(t target, sel selectors, ev storage.Event) (watch.EventType, runtime.Object, error) {
-	obj, err := decodeStored(t.res, ev.KV.Value, ev.Revision)
-	if err != nil {
-		return "", nil, err
-	}
-	if ev.Type == storage.Delete {
-		if sel.matches(obj) {
-			return watch.Deleted, obj, nil
-		}
-		return "", nil, nil
-	}
-	cur := sel.matches(obj)
-	prev := false
-	if ev.PrevKV != nil && !ev.Created {
-		if p, err := decodeStored(t.res, ev.PrevKV.Value, ev.PrevKV.ModRevision); err == nil {
-			prev = sel.matches(p)
-		}
-	}
-	switch {
-	case cur && prev:
-		return watch.Modified, obj, nil
-	case cur:
-		return watch.Added, obj, nil
-	case prev:
-		return watch.Deleted, obj, nil
-	}
-	return "", nil, nil
 }

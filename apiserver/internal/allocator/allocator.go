@@ -1,4 +1,4 @@
-package server
+package allocator
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
-	"minik8s.io/shared/scheme"
 )
 
 // Service address ranges, as in a default Kubernetes cluster.
@@ -37,9 +37,8 @@ const (
 	reservedOffset = 1 // 10.96.0.1 belongs to the kubernetes Service
 )
 
-// allocator hands out Service cluster IPs and node ports. Each allocation is a key in the store
-// created with create-if-absent, so two apiservers never hand out the same address.
-type allocator struct {
+// Allocator hands out Service cluster IPs, node ports and pod CIDRs. Build it with New.
+type Allocator struct {
 	store storage.Interface
 	// podCIDRs is split into one /podCIDRBits block per node.
 	podCIDRs    netip.Prefix
@@ -51,17 +50,26 @@ type allocator struct {
 	nextBlock int
 }
 
+// New builds an allocator over store; podCIDRs is split into one /podCIDRBits block per node
+// (the default pod network when podCIDRs is not valid).
+func New(store storage.Interface, podCIDRs netip.Prefix, podCIDRBits int) *Allocator {
+	if !podCIDRs.IsValid() {
+		podCIDRs, podCIDRBits = DefaultPodCIDRRange, DefaultPodCIDRBits
+	}
+	return &Allocator{store: store, podCIDRs: podCIDRs, podCIDRBits: podCIDRBits}
+}
+
 func owner(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
 
 // reserve takes key for svc; a key svc already owns (left by an interrupted earlier attempt)
 // counts as taken by it.
-func (a *allocator) reserve(ctx context.Context, key string, svc metav1.Object) (bool, error) {
+func (a *Allocator) reserve(ctx context.Context, key string, svc metav1.Object) (bool, error) {
 	_, err := a.store.Create(ctx, key, []byte(owner(svc)))
 	if err == nil {
 		return true, nil
 	}
 	if !errors.Is(err, storage.ErrKeyExists) {
-		return false, storeErr(err)
+		return false, apierror.New(apierror.ErrUnavailable, "storage error reserving %s: %v", key, err)
 	}
 	kv, err := a.store.Get(ctx, key)
 	if err == nil && string(kv.Value) == owner(svc) {
@@ -70,7 +78,7 @@ func (a *allocator) reserve(ctx context.Context, key string, svc metav1.Object) 
 	return false, nil
 }
 
-func (a *allocator) free(ctx context.Context, keys []string) {
+func (a *Allocator) free(ctx context.Context, keys []string) {
 	for _, k := range keys {
 		_, _, _ = a.store.Delete(ctx, k, 0)
 	}
@@ -113,9 +121,9 @@ func heldKeys(obj runtime.Object) []string {
 	return nil
 }
 
-// allocate fills in and reserves the addresses obj needs beyond what old (nil on create)
+// Allocate fills in and reserves the addresses obj needs beyond what old (nil on create)
 // holds. undo releases what this call reserved, for when the write does not happen.
-func (a *allocator) allocate(ctx context.Context, old, obj runtime.Object) (undo func(), err error) {
+func (a *Allocator) Allocate(ctx context.Context, old, obj runtime.Object) (undo func(), err error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
 		oldSvc, _ := old.(*corev1.Service)
@@ -127,7 +135,7 @@ func (a *allocator) allocate(ctx context.Context, old, obj runtime.Object) (undo
 	return func() {}, nil
 }
 
-func (a *allocator) allocateService(ctx context.Context, old, svc *corev1.Service) (undo func(), err error) {
+func (a *Allocator) allocateService(ctx context.Context, old, svc *corev1.Service) (undo func(), err error) {
 	held := map[string]bool{}
 	for _, k := range serviceKeys(old) {
 		held[k] = true
@@ -203,7 +211,7 @@ func (a *allocator) allocateService(ctx context.Context, old, svc *corev1.Servic
 	return undo, nil
 }
 
-func (a *allocator) randomIP(ctx context.Context, svc *corev1.Service) (string, error) {
+func (a *Allocator) randomIP(ctx context.Context, svc *corev1.Service) (string, error) {
 	base := ServiceCIDR.Addr().As4()
 	size := uint32(1) << (32 - ServiceCIDR.Bits())
 	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
@@ -222,7 +230,7 @@ func (a *allocator) randomIP(ctx context.Context, svc *corev1.Service) (string, 
 	return "", apierror.New(apierror.ErrInternal, "failed to allocate a service IP: range %s is full", ServiceCIDR)
 }
 
-func (a *allocator) randomPort(ctx context.Context, svc *corev1.Service) (int32, error) {
+func (a *Allocator) randomPort(ctx context.Context, svc *corev1.Service) (int32, error) {
 	for i := 0; i < allocAttempts; i++ {
 		p := int32(NodePortFirst + rand.IntN(NodePortLast-NodePortFirst+1))
 		ok, err := a.reserve(ctx, portKey(p), svc)
@@ -236,8 +244,8 @@ func (a *allocator) randomPort(ctx context.Context, svc *corev1.Service) (int32,
 	return 0, apierror.New(apierror.ErrInternal, "failed to allocate a node port: range %d-%d is full", NodePortFirst, NodePortLast)
 }
 
-// released frees what old held and obj (nil when deleted) no longer does.
-func (a *allocator) released(ctx context.Context, old, obj runtime.Object) {
+// Release frees what old held and obj (nil when deleted) no longer does.
+func (a *Allocator) Release(ctx context.Context, old, obj runtime.Object) {
 	keep := map[string]bool{}
 	for _, k := range heldKeys(obj) {
 		keep[k] = true
@@ -251,54 +259,28 @@ func (a *allocator) released(ctx context.Context, old, obj runtime.Object) {
 	a.free(context.WithoutCancel(ctx), drop)
 }
 
-// repairInterval spaces allocation repairs; a reservation must be this old before repair
-// may free it, far longer than any create takes between reserving and writing.
-const repairInterval = 5 * time.Minute
+// RepairAge is how old a reservation no object holds must be before Repair frees it: far
+// longer than any write takes between reserving and storing its object.
+const RepairAge = 5 * time.Minute
 
-// repairLoop runs repair every repairInterval until ctx ends.
-func (a *allocator) repairLoop(ctx context.Context, s *Server) {
-	var before int64
-	for {
-		rev, err := a.repair(ctx, s, before)
-		if err != nil {
-			s.log.Warn("repairing address allocations", "err", err)
-		} else {
-			before = rev
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(repairInterval):
-		}
-	}
-}
-
-// repair makes the allocation keys match the stored objects: it frees keys no object holds
-// that were written at or before revision before (left by a crash between reserving and
-// writing; younger ones may belong to a create in flight), and reserves what objects hold
-// without a key. It returns the revision it read at, the next call's before.
-func (a *allocator) repair(ctx context.Context, s *Server, before int64) (int64, error) {
+// Repair makes the allocation keys match holders, every Service and Node as stored: it frees
+// keys no object holds that were written at or before revision before (left by a crash between
+// reserving and writing; younger ones may belong to a write in flight), and reserves what
+// objects hold without a key.
+func (a *Allocator) Repair(ctx context.Context, holders []runtime.Object, before int64) error {
 	want := map[string]string{}
-	var rev int64
-	for _, plural := range []string{"services", "nodes"} {
-		res, _ := scheme.Lookup(plural)
-		items, r, _, err := s.listObjects(ctx, target{res: res}, matchAll, 0, "", 0)
+	for _, item := range holders {
+		m, err := meta.Accessor(item)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if rev == 0 || r < rev {
-			rev = r
-		}
-		for _, item := range items {
-			m, _ := metaOf(item)
-			for _, k := range heldKeys(item) {
-				want[k] = owner(m)
-			}
+		for _, k := range heldKeys(item) {
+			want[k] = owner(m)
 		}
 	}
 	page, err := a.store.List(ctx, allocPrefix, "", 0, 0)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	have := map[string]bool{}
 	for _, kv := range page.KVs {
@@ -315,7 +297,7 @@ func (a *allocator) repair(ctx context.Context, s *Server, before int64) (int64,
 			_, _ = a.store.Create(ctx, k, []byte(o))
 		}
 	}
-	return rev, nil
+	return nil
 }
 
 // Default pod network: 10.244.0.0/16, one /24 per node, as a default Kubernetes cluster.
@@ -329,7 +311,7 @@ func podCIDRKey(cidr string) string { return podCIDRKeys + strings.ReplaceAll(ci
 // allocatePodCIDR gives a new node the next free block of the pod network (the lowest, on a
 // fresh cluster). A node keeps its
 // block for life; an update that leaves podCIDR out keeps the old one.
-func (a *allocator) allocatePodCIDR(ctx context.Context, old, node *corev1.Node) (undo func(), err error) {
+func (a *Allocator) allocatePodCIDR(ctx context.Context, old, node *corev1.Node) (undo func(), err error) {
 	noop := func() {}
 	if old != nil {
 		if node.Spec.PodCIDR == "" {

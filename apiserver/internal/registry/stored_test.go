@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ func TestWithResourceVersionMatchesDecoding(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
 	}
 	for _, cm := range cases {
-		stored, err := encodeStored(cm, res)
+		stored, err := EncodeStored(cm, res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestWithResourceVersionMatchesDecoding(t *testing.T) {
 		if !ok {
 			t.Fatalf("stored form not recognised: %s", stored)
 		}
-		slow, err := decodeStored(res, stored, 42)
+		slow, err := DecodeStored(res, stored, 42)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +43,6 @@ func TestWithResourceVersionMatchesDecoding(t *testing.T) {
 		}
 	}
 	if _, ok := storage.WithResourceVersion([]byte(`{"metadata":{}}`), 1); ok {
-		t.Fatal("accepted bytes not written by encodeStored")
+		t.Fatal("accepted bytes not written by EncodeStored")
 	}
 }

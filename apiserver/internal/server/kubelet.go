@@ -18,7 +18,7 @@ import (
 	"minik8s.io/shared/scheme"
 )
 
-// KubeletClient reaches kubelets for pod logs.
+// KubeletClient reaches kubelets for pod logs, exec, attach and port-forward.
 type KubeletClient struct {
 	HTTP  *http.Client
 	Token string
@@ -30,7 +30,7 @@ var logParams = []string{"follow", "tailLines", "timestamps", "previous", "since
 // podLog proxies pods/<name>/log to the kubelet of the pod's node.
 func (s *Server) podLog(c *gin.Context, t target) {
 	ctx := c.Request.Context()
-	obj, _, err := s.read(ctx, target{res: t.res, namespace: t.namespace, name: t.name})
+	obj, _, err := s.reg.Read(ctx, target{res: t.res, namespace: t.namespace, name: t.name}.key())
 	if err != nil {
 		writeError(c, err)
 		return
@@ -113,7 +113,7 @@ func (s *Server) podLog(c *gin.Context, t target) {
 // kubeletURL is the HTTPS endpoint of a node's kubelet, from the node's status.
 func (s *Server) kubeletURL(ctx context.Context, node string) (*url.URL, error) {
 	nodes, _ := scheme.Lookup("nodes")
-	obj, _, err := s.read(ctx, target{res: nodes, name: node})
+	obj, _, err := s.reg.Read(ctx, target{res: nodes, name: node}.key())
 	if err != nil {
 		return nil, err
 	}

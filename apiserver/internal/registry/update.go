@@ -1,0 +1,181 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"minik8s.io/apiserver/internal/storage"
+	"minik8s.io/shared/apierror"
+)
+
+// UpdateFunc computes the new object from the current one (a deep copy the function may
+// change and return) and its stored form. precondition is the resourceVersion the caller
+// requires the current object to have ("" for none): with one, losing a race is a Conflict;
+// without, the registry re-reads and calls the function again.
+type UpdateFunc func(current runtime.Object, stored storage.KV) (obj runtime.Object, precondition string, err error)
+
+// UpdateOptions say which endpoint an update came through.
+type UpdateOptions struct {
+	// Subresource is "" for the main endpoint, "status" (only status changes), or
+	// "binding" (the server itself assigns a pod, status included).
+	Subresource string
+	DryRun      bool
+}
+
+// Update replaces the object k names with what fn makes of it.
+func (r *Registry) Update(ctx context.Context, k Key, opts UpdateOptions, fn UpdateFunc) (Written, error) {
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		old, kv, err := r.Read(ctx, k)
+		if err != nil {
+			return Written{}, err
+		}
+		obj, precondition, err := fn(old.DeepCopyObject(), kv)
+		if err != nil {
+			return Written{}, err
+		}
+		out, err := r.commitUpdate(ctx, k, old, kv, obj, precondition, opts)
+		if errors.Is(err, errRetry) {
+			continue
+		}
+		return out, err
+	}
+	return Written{}, apierror.Conflict(k.Resource.GVK.Group, k.Resource.Plural, k.Name, "too many concurrent writes; try again")
+}
+
+var errRetry = errors.New("lost a write race; retry")
+
+// ConflictModified is the Conflict of a write based on an outdated object.
+func ConflictModified(k Key) error {
+	return apierror.Conflict(k.Resource.GVK.Group, k.Resource.Plural, k.Name, "the object has been modified; please apply your changes to the latest version and try again")
+}
+
+func (r *Registry) raceErr(k Key, precondition string) error {
+	if precondition != "" {
+		return ConflictModified(k)
+	}
+	return errRetry
+}
+
+// commitUpdate writes obj over old (read at kv).
+func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, kv storage.KV, obj runtime.Object, precondition string, opts UpdateOptions) (Written, error) {
+	res := k.Resource
+	st := r.strategy(res)
+	if precondition != "" {
+		rv, err := strconv.ParseInt(precondition, 10, 64)
+		if err != nil {
+			return Written{}, invalid(res, k.Name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), precondition, "must be an integer")})
+		}
+		if rv != kv.ModRevision {
+			return Written{}, ConflictModified(k)
+		}
+	}
+	om, err := metaOf(old)
+	if err != nil {
+		return Written{}, err
+	}
+	switch opts.Subresource {
+	case "status":
+		// Only status comes from the client; everything else stays as stored.
+		status := obj
+		obj = old.DeepCopyObject()
+		copyField(obj, status, "Status")
+	case "binding":
+		// The server writes bindings itself, status included.
+	default:
+		st.Canonicalize(obj)
+		st.PrepareForUpdate(obj, old)
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return Written{}, err
+	}
+	if opts.Subresource != "status" {
+		// Clients may not change identity or deletion bookkeeping.
+		m.SetUID(om.GetUID())
+		m.SetCreationTimestamp(om.GetCreationTimestamp())
+		m.SetDeletionTimestamp(om.GetDeletionTimestamp())
+		m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+		m.SetGenerateName(om.GetGenerateName())
+		m.SetGeneration(om.GetGeneration())
+		if specChanged(obj, old) {
+			m.SetGeneration(om.GetGeneration() + 1)
+		}
+	}
+	m.SetName(om.GetName())
+	m.SetNamespace(om.GetNamespace())
+	m.SetSelfLink("")
+	st.DefaultUpdate(obj, old)
+	written := false
+	if !opts.DryRun && opts.Subresource == "" {
+		undo, err := st.Allocate(ctx, old, obj)
+		if err != nil {
+			return Written{}, err
+		}
+		defer func() {
+			if written {
+				st.Release(ctx, old, obj)
+			} else {
+				undo()
+			}
+		}()
+	}
+	errs := st.Validate(obj)
+	if opts.Subresource != "binding" {
+		errs = append(errs, st.ValidateUpdate(obj, old)...)
+	}
+	if len(errs) > 0 {
+		return Written{}, invalid(res, k.Name, errs)
+	}
+	key := storageKey(k)
+	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !st.Finalizing(obj) {
+		// The last finalizer is gone from an object being deleted: delete it now.
+		if opts.DryRun {
+			return Written{Object: obj}, nil
+		}
+		_, rev, err := r.store.Delete(ctx, key, kv.ModRevision)
+		if errors.Is(err, storage.ErrRevisionMismatch) {
+			return Written{}, r.raceErr(k, precondition)
+		}
+		if errors.Is(err, storage.ErrKeyNotFound) {
+			return Written{}, notFound(k)
+		}
+		if err != nil {
+			return Written{}, storeErr(err)
+		}
+		m.SetResourceVersion(formatRV(rev))
+		st.Release(ctx, old, nil)
+		r.afterWrite(ctx, k, obj, false)
+		return Written{Object: obj}, nil
+	}
+	stored, err := EncodeStored(obj, res)
+	if err != nil {
+		return Written{}, err
+	}
+	if bytes.Equal(stored, kv.Value) {
+		// Nothing changed: no write, no new revision, no event.
+		m.SetResourceVersion(formatRV(kv.ModRevision))
+		return Written{Object: obj, Stored: kv.Value, Revision: kv.ModRevision}, nil
+	}
+	if opts.DryRun {
+		return Written{Object: obj}, nil
+	}
+	rev, err := r.store.Update(ctx, key, stored, kv.ModRevision)
+	if errors.Is(err, storage.ErrRevisionMismatch) {
+		return Written{}, r.raceErr(k, precondition)
+	}
+	if errors.Is(err, storage.ErrKeyNotFound) {
+		return Written{}, notFound(k)
+	}
+	if err != nil {
+		return Written{}, storeErr(err)
+	}
+	written = true
+	m.SetResourceVersion(formatRV(rev))
+	r.afterWrite(ctx, k, obj, false)
+	return Written{Object: obj, Stored: stored, Revision: rev}, nil
+}
