@@ -20,6 +20,7 @@ var (
 	ErrConflict             = errors.New("conflict")
 	ErrGone                 = errors.New("gone")
 	ErrRequestTooLarge      = errors.New("request entity too large")
+	ErrNotAcceptable        = errors.New("not acceptable")
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
 	ErrInvalid              = errors.New("invalid")
 	ErrTooManyRequests      = errors.New("too many requests")
@@ -42,6 +43,7 @@ var reasons = []struct {
 	{ErrConflict, metav1.StatusReasonConflict, http.StatusConflict},
 	{ErrGone, metav1.StatusReasonExpired, http.StatusGone},
 	{ErrRequestTooLarge, metav1.StatusReasonRequestEntityTooLarge, http.StatusRequestEntityTooLarge},
+	{ErrNotAcceptable, metav1.StatusReasonNotAcceptable, http.StatusNotAcceptable},
 	{ErrUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, http.StatusUnsupportedMediaType},
 	{ErrInvalid, metav1.StatusReasonInvalid, http.StatusUnprocessableEntity},
 	{ErrTooManyRequests, metav1.StatusReasonTooManyRequests, http.StatusTooManyRequests},

@@ -13,7 +13,7 @@ func TestLookup(t *testing.T) {
 		{"po", "pods"}, {"pod", "pods"}, {"Pods", "pods"}, {"Pod", "pods"},
 		{"svc", "services"}, {"deploy", "deployments"}, {"deployments.apps", "deployments"},
 		{"rs", "replicasets"}, {"hpa", "horizontalpodautoscalers"}, {"no", "nodes"},
-		{"ns", "namespaces"}, {"ing", "ingresses"}, {"fn", "functions"}, {"ev", "events"},
+		{"ns", "namespaces"}, {"ing", "ingresses"}, {"fn", "functions"}, {"ev", "events"}, {"sa", "serviceaccounts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

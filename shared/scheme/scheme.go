@@ -2,11 +2,13 @@ package scheme
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,14 +28,18 @@ func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme,
 		appsv1.AddToScheme,
+		autoscalingv1.AddToScheme, // Scale, the scale subresource's kind
 		autoscalingv2.AddToScheme,
 		batchv1.AddToScheme,
 		coordinationv1.AddToScheme,
 		networkingv1.AddToScheme,
+		policyv1.AddToScheme, // Eviction, the pods/eviction subresource's kind
 		serverlessv1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	// Options and watch events may also come as meta.k8s.io/v1 (DeleteOptions sent to any group).
+	metav1.AddToGroupVersion(Scheme, metav1.SchemeGroupVersion)
 	utilruntime.Must(metav1.AddMetaToScheme(Scheme))
 }

@@ -288,6 +288,16 @@ func configMapRow(cm *corev1.ConfigMap, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}}
 }
 
+var serviceAccountColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Secrets", Type: "string", Description: corev1.ServiceAccount{}.SwaggerDoc()["secrets"]},
+	ageColumn,
+}
+
+func serviceAccountRow(sa *corev1.ServiceAccount, now time.Time) metav1.TableRow {
+	return metav1.TableRow{Cells: []any{sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp, now)}}
+}
+
 var secretColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Type", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["type"]},

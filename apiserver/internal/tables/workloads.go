@@ -29,6 +29,7 @@ var printers = map[schema.GroupKind]printer{
 	{Kind: "Namespace"}:             {namespaceColumns, typed(namespaceRow)},
 	{Kind: "Event"}:                 {eventColumns, typed(eventRow)},
 	{Kind: "ConfigMap"}:             {configMapColumns, typed(configMapRow)},
+	{Kind: "ServiceAccount"}:        {serviceAccountColumns, typed(serviceAccountRow)},
 	{Kind: "Secret"}:                {secretColumns, typed(secretRow)},
 	{Kind: "PersistentVolume"}:      {persistentVolumeColumns, typed(persistentVolumeRow)},
 	{Kind: "PersistentVolumeClaim"}: {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},

@@ -115,6 +115,23 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	return allErrs
 }
 
+func validateServiceAccount(sa *corev1.ServiceAccount) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, ref := range sa.Secrets {
+		if ref.Name != "" {
+			allErrs = append(allErrs, nameErrs(field.NewPath("secrets").Index(i).Child("name"), ref.Name, validation.IsDNS1123Subdomain)...)
+		}
+	}
+	for i, ref := range sa.ImagePullSecrets {
+		if ref.Name == "" {
+			allErrs = append(allErrs, field.Required(field.NewPath("imagePullSecrets").Index(i).Child("name"), ""))
+			continue
+		}
+		allErrs = append(allErrs, nameErrs(field.NewPath("imagePullSecrets").Index(i).Child("name"), ref.Name, validation.IsDNS1123Subdomain)...)
+	}
+	return allErrs
+}
+
 func validateConfigMapUpdate(n, o *corev1.ConfigMap) field.ErrorList {
 	return immutableData(o.Immutable, n.Immutable, equality.Semantic.DeepEqual(n.Data, o.Data) && equality.Semantic.DeepEqual(n.BinaryData, o.BinaryData))
 }

@@ -118,6 +118,8 @@ func rules(obj runtime.Object) (kind, bool) {
 		return typed(dnsSubdomain, validateConfigMap, validateConfigMapUpdate), true
 	case *corev1.Secret:
 		return typed(dnsSubdomain, validateSecret, validateSecretUpdate), true
+	case *corev1.ServiceAccount:
+		return typed(dnsSubdomain, validateServiceAccount, nil), true
 	case *corev1.PersistentVolume:
 		return typed(dnsSubdomain, validatePersistentVolume, validatePersistentVolumeUpdate), true
 	case *corev1.PersistentVolumeClaim:
