@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	store := etcdstore.New(cli, 10*time.Second)
 	server.Registry.MustRegister(etcdstore.Latency)
 
-	docs, err := newOpenAPI()
+	docs, docsV2, err := newOpenAPI()
 	if err != nil {
 		return err
 	}
@@ -133,6 +133,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		},
 		Tables:          tableConverter{},
 		OpenAPI:         docs,
+		OpenAPIV2:       docsV2,
 		Logger:          log,
 		ExternalAddress: addr,
 		PodCIDRs:        cfg.ClusterCIDR,

@@ -13,12 +13,17 @@ import (
 	"minik8s.io/shared/scheme"
 )
 
-func newOpenAPI() (*openapi.Documents, error) {
+// newOpenAPI builds the OpenAPI v3 documents and the v2 one, from the served Go types.
+func newOpenAPI() (*openapi.Documents, *openapi.V2, error) {
 	docs, err := openapi.Build(scheme.Resources, server.Version.GitVersion)
 	if err != nil {
-		return nil, fmt.Errorf("build openapi documents: %w", err)
+		return nil, nil, fmt.Errorf("build openapi documents: %w", err)
 	}
-	return docs, nil
+	v2, err := openapi.BuildV2(scheme.Resources, server.Version.GitVersion)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build openapi v2 document: %w", err)
+	}
+	return docs, v2, nil
 }
 
 func newOutbox(cli *clientv3.Client, amqpURL string, log *slog.Logger) (*outbox.Outbox, *amqpbus.Bus, error) {

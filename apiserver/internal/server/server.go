@@ -105,6 +105,7 @@ func New(cfg Config) *Server {
 	}
 	if cfg.OpenAPIV2 != nil {
 		auth.GET("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
+		auth.HEAD("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
 	}
 	auth.Any("/api/v1", s.legacyResources)
 	auth.Any("/api/v1/*path", s.resourceRequest)

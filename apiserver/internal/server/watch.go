@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -14,12 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
 )
+
+// protobufRawCodec writes protobuf without the envelope, for watch frames.
+var protobufRawCodec = protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
 
 // initialEventsEnd marks the bookmark that ends the initial events of a watch-list.
 const initialEventsEnd = metav1.InitialEventsAnnotationKey
@@ -54,12 +59,14 @@ func (w *watchStream) send(typ watch.EventType, obj runtime.Object) error {
 		return err
 	}
 	if w.out.mediaType == protobufMediaType {
+		// The frame is the WatchEvent's bare protobuf (no envelope); the object inside it
+		// carries the envelope, as kube-apiserver writes them.
 		ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: data}}
-		ev.GetObjectKind().SetGroupVersionKind(w.res.GVK.GroupVersion().WithKind("WatchEvent"))
-		frame, err := w.s.encode(output{mediaType: protobufMediaType}, ev, "")
-		if err != nil {
+		var buf bytes.Buffer
+		if err := protobufRawCodec.Encode(ev, &buf); err != nil {
 			return err
 		}
+		frame := buf.Bytes()
 		var size [4]byte
 		binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
 		if _, err := w.c.Writer.Write(size[:]); err != nil {
