@@ -86,6 +86,11 @@ func (s *Store) List(ctx context.Context, prefix, from string, limit, rev int64)
 		return storage.ListResult{}, mapErr(err)
 	}
 	out := storage.ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]storage.KV, len(resp.Kvs))}
+	if rev > 0 {
+		// etcd's header has its current revision, not the one read at: later pages of a list
+		// must stay at the first page's.
+		out.Revision = rev
+	}
 	for i, kv := range resp.Kvs {
 		out.KVs[i] = toKV(kv)
 	}
