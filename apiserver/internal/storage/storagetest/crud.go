@@ -38,52 +38,68 @@ func testCreateAndGet(t *testing.T, s storage.Interface, root string) {
 	wantState(t, s, key, present(kv(key, "three", again, again)))
 }
 
+// setup prepares a key for a guarded write and returns the mod revision the write expects.
+type setup func(t *testing.T, s storage.Interface, key string) int64
+
+func freshKey(t *testing.T, s storage.Interface, key string) int64 { return create(t, s, key, "old") }
+
+func updatedKey(t *testing.T, s storage.Interface, key string) int64 {
+	return update(t, s, key, "newer", create(t, s, key, "old"))
+}
+
+// staleRevision returns the key's mod revision before its last update.
+func staleRevision(t *testing.T, s storage.Interface, key string) int64 {
+	rev := create(t, s, key, "old")
+	update(t, s, key, "newer", rev)
+	return rev
+}
+
+// deletedKey returns the key's last mod revision before its delete.
+func deletedKey(t *testing.T, s storage.Interface, key string) int64 {
+	rev := create(t, s, key, "old")
+	del(t, s, key)
+	return rev
+}
+
+func absentKey(*testing.T, storage.Interface, string) int64 { return 0 }
+
+// storeRevision leaves the key absent and returns the store's revision, a plausible mod one.
+func storeRevision(t *testing.T, s storage.Interface, _ string) int64 { return revision(t, s) }
+
+// expectingZero prepares the key as prepare does but expects mod revision 0.
+func expectingZero(prepare setup) setup {
+	return func(t *testing.T, s storage.Interface, key string) int64 {
+		prepare(t, s, key)
+		return 0
+	}
+}
+
 func testUpdate(t *testing.T, s storage.Interface, root string) {
 	cases := []struct {
-		name string
-		// setup prepares key and returns the mod revision the update expects.
-		setup   func(t *testing.T, key string) int64
+		name    string
+		setup   setup
 		wantErr error
 	}{
-		{"ExpectedModRevision", func(t *testing.T, key string) int64 { return create(t, s, key, "old") }, nil},
-		{"ModRevisionOfAnUpdate", func(t *testing.T, key string) int64 {
-			return update(t, s, key, "older", create(t, s, key, "old"))
-		}, nil},
-		{"StaleModRevision", func(t *testing.T, key string) int64 {
-			rev := create(t, s, key, "old")
-			update(t, s, key, "newer", rev)
-			return rev
-		}, storage.ErrRevisionMismatch},
-		{"LaterModRevision", func(t *testing.T, key string) int64 { return create(t, s, key, "old") + 1 }, storage.ErrRevisionMismatch},
-		{"AbsentKey", func(t *testing.T, key string) int64 { return revision(t, s) }, storage.ErrKeyNotFound},
-		{"DeletedKey", func(t *testing.T, key string) int64 {
-			rev := create(t, s, key, "old")
-			del(t, s, key)
-			return rev
-		}, storage.ErrKeyNotFound},
+		{"ExpectedModRevision", freshKey, nil},
+		{"ModRevisionOfAnUpdate", updatedKey, nil},
+		{"StaleModRevision", staleRevision, storage.ErrRevisionMismatch},
+		{"LaterModRevision", func(t *testing.T, s storage.Interface, key string) int64 { return freshKey(t, s, key) + 1 },
+			storage.ErrRevisionMismatch},
+		{"AbsentKey", storeRevision, storage.ErrKeyNotFound},
+		{"DeletedKey", deletedKey, storage.ErrKeyNotFound},
 		// etcd compares an absent key's mod revision as 0, so expecting 0 creates it.
-		{"AbsentKeyExpectingZero", func(t *testing.T, key string) int64 { return 0 }, nil},
-		{"ExistingKeyExpectingZero", func(t *testing.T, key string) int64 {
-			create(t, s, key, "old")
-			return 0
-		}, storage.ErrRevisionMismatch},
+		{"AbsentKeyExpectingZero", absentKey, nil},
+		{"ExistingKeyExpectingZero", expectingZero(freshKey), storage.ErrRevisionMismatch},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			key := root + strconv.Itoa(i)
-			expected := c.setup(t, key)
-			before, prev := revision(t, s), get(t, s, key)
-			rev, err := s.Update(t.Context(), key, []byte("new"), expected)
-			if !errors.Is(err, c.wantErr) {
-				t.Fatalf("Update(expected %d) = %d, %v; want error %v", expected, rev, err, c.wantErr)
-			}
-			if err != nil {
-				wantState(t, s, key, prev)
-				wantRevision(t, s, before, "a failed update")
+			expected := c.setup(t, s, key)
+			prev, rev, ok := tryWrite(t, s, key, c.wantErr, fmt.Sprintf("Update(expected %d)", expected), func() (int64, error) {
+				return s.Update(t.Context(), key, []byte("new"), expected)
+			})
+			if !ok {
 				return
-			}
-			if rev != before+1 {
-				t.Errorf("Update returned revision %d, want %d", rev, before+1)
 			}
 			created := rev
 			if prev.Err == "" {
@@ -97,48 +113,30 @@ func testUpdate(t *testing.T, s storage.Interface, root string) {
 
 func testDelete(t *testing.T, s storage.Interface, root string) {
 	cases := []struct {
-		name string
-		// setup prepares key and returns the mod revision the delete expects (0: any).
-		setup   func(t *testing.T, key string) int64
+		name    string
+		setup   setup // 0: any mod revision
 		wantErr error
 	}{
-		{"AnyModRevision", func(t *testing.T, key string) int64 {
-			update(t, s, key, "newer", create(t, s, key, "old"))
-			return 0
-		}, nil},
-		{"ExpectedModRevision", func(t *testing.T, key string) int64 { return create(t, s, key, "old") }, nil},
-		{"ModRevisionOfAnUpdate", func(t *testing.T, key string) int64 {
-			return update(t, s, key, "newer", create(t, s, key, "old"))
-		}, nil},
-		{"StaleModRevision", func(t *testing.T, key string) int64 {
-			rev := create(t, s, key, "old")
-			update(t, s, key, "newer", rev)
-			return rev
-		}, storage.ErrRevisionMismatch},
-		{"AbsentKey", func(t *testing.T, key string) int64 { return 0 }, storage.ErrKeyNotFound},
-		{"AbsentKeyWithModRevision", func(t *testing.T, key string) int64 { return revision(t, s) }, storage.ErrKeyNotFound},
-		{"DeletedKey", func(t *testing.T, key string) int64 {
-			create(t, s, key, "old")
-			del(t, s, key)
-			return 0
-		}, storage.ErrKeyNotFound},
+		{"AnyModRevision", expectingZero(updatedKey), nil},
+		{"ExpectedModRevision", freshKey, nil},
+		{"ModRevisionOfAnUpdate", updatedKey, nil},
+		{"StaleModRevision", staleRevision, storage.ErrRevisionMismatch},
+		{"AbsentKey", absentKey, storage.ErrKeyNotFound},
+		{"AbsentKeyWithModRevision", storeRevision, storage.ErrKeyNotFound},
+		{"DeletedKey", expectingZero(deletedKey), storage.ErrKeyNotFound},
+		{"DeletedKeyWithItsModRevision", deletedKey, storage.ErrKeyNotFound},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			key := root + strconv.Itoa(i)
-			expected := c.setup(t, key)
-			before, prev := revision(t, s), get(t, s, key)
-			gone, rev, err := s.Delete(t.Context(), key, expected)
-			if !errors.Is(err, c.wantErr) {
-				t.Fatalf("Delete(expected %d) = %d, %v; want error %v", expected, rev, err, c.wantErr)
-			}
-			if err != nil {
-				wantState(t, s, key, prev)
-				wantRevision(t, s, before, "a failed delete")
+			expected := c.setup(t, s, key)
+			var gone storage.KV
+			prev, rev, ok := tryWrite(t, s, key, c.wantErr, fmt.Sprintf("Delete(expected %d)", expected), func() (rev int64, err error) {
+				gone, rev, err = s.Delete(t.Context(), key, expected)
+				return rev, err
+			})
+			if !ok {
 				return
-			}
-			if rev != before+1 {
-				t.Errorf("Delete returned revision %d, want %d", rev, before+1)
 			}
 			if diff := cmp.Diff(prev.KV, gone, equateEmpty); diff != "" {
 				t.Errorf("Delete returned a value other than the last one (-want +got):\n%s", diff)
@@ -147,6 +145,27 @@ func testDelete(t *testing.T, s storage.Interface, root string) {
 			wantRevision(t, s, rev, "a delete")
 		})
 	}
+}
+
+// tryWrite runs a guarded write of key and checks what every one must do: fail with wantErr,
+// and then change neither the key nor the revision; or succeed at the next revision. It
+// returns what Get said of the key before, the write's revision, and whether it succeeded.
+func tryWrite(t *testing.T, s storage.Interface, key string, wantErr error, what string, write func() (int64, error)) (prev state, rev int64, ok bool) {
+	t.Helper()
+	before, prev := revision(t, s), get(t, s, key)
+	rev, err := write()
+	if !errors.Is(err, wantErr) {
+		t.Fatalf("%s = %d, %v; want error %v", what, rev, err, wantErr)
+	}
+	if err != nil {
+		wantState(t, s, key, prev)
+		wantRevision(t, s, before, "a failed write")
+		return prev, 0, false
+	}
+	if rev != before+1 {
+		t.Errorf("%s returned revision %d, want %d", what, rev, before+1)
+	}
+	return prev, rev, true
 }
 
 func testRevisionIsGlobal(t *testing.T, s storage.Interface, root string) {
