@@ -44,6 +44,30 @@ func (c containerIndex) ContainerID(ctx context.Context, namespace, pod, contain
 	return mine[i].ID, nil
 }
 
+// SandboxID returns the newest running sandbox of the pod: a pod being recreated may briefly
+// have an exited one beside it.
+func (c containerIndex) SandboxID(ctx context.Context, namespace, pod string) (string, error) {
+	list, err := c.rt.List(ctx, map[string]string{
+		spec.LabelPodNamespace: namespace, spec.LabelPodName: pod, spec.LabelNode: c.node,
+	})
+	if err != nil {
+		return "", err
+	}
+	var newest *runtime.Container
+	for i, ct := range list {
+		if info, ok := spec.Parse(ct.Labels); !ok || !info.Sandbox || ct.State != runtime.StateRunning {
+			continue
+		}
+		if newest == nil || ct.CreatedAt.After(newest.CreatedAt) {
+			newest = &list[i]
+		}
+	}
+	if newest == nil {
+		return "", fmt.Errorf("sandbox of pod %s/%s: %w", namespace, pod, runtime.ErrNotFound)
+	}
+	return newest.ID, nil
+}
+
 // PodContainers lists the running app containers of every pod.
 func (c containerIndex) PodContainers(ctx context.Context) ([]server.PodRef, error) {
 	list, err := c.rt.List(ctx, map[string]string{spec.LabelNode: c.node})

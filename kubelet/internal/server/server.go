@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/kubelet/internal/streaming"
 )
 
 // Containers finds the runtime containers of pods the kubelet runs.
@@ -26,6 +28,9 @@ type Containers interface {
 	ContainerID(ctx context.Context, namespace, pod, container string, previous bool) (string, error)
 	// PodContainers lists, per pod, the running containers to sample for stats.
 	PodContainers(ctx context.Context) ([]PodRef, error)
+	// SandboxID returns the id of a pod's running sandbox, the container holding its network
+	// namespace. It wraps runtime.ErrNotFound when there is none.
+	SandboxID(ctx context.Context, namespace, pod string) (string, error)
 }
 
 // PodRef names a pod and its running containers.
@@ -47,14 +52,22 @@ type Config struct {
 	Registry   *prometheus.Registry
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// DialNetNS connects to a port on 127.0.0.1 in the network namespace at a path NetNS
+	// returned; nil means streaming.DialNetNS (the fake runtime has its own).
+	DialNetNS func(ctx context.Context, path string, port uint16) (net.Conn, error)
+	// StreamIdleTimeout and StreamCreationTimeout tune exec, attach and port-forward
+	// sessions; zero means the kubelet's 4 hours and 30 seconds.
+	StreamIdleTimeout     time.Duration
+	StreamCreationTimeout time.Duration
 }
 
 // Server serves the kubelet API. Build it with New; serve Handler().
 type Server struct {
-	cfg   Config
-	mux   *http.ServeMux
-	mu    sync.Mutex
-	valid map[string]time.Time // token -> accepted until
+	cfg     Config
+	mux     *http.ServeMux
+	streams *streaming.Server
+	mu      sync.Mutex
+	valid   map[string]time.Time // token -> accepted until
 }
 
 // tokenTTL is how long an accepted token is trusted before asking the apiserver again.
@@ -65,10 +78,24 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), valid: map[string]time.Time{}}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.DialNetNS == nil {
+		cfg.DialNetNS = streaming.DialNetNS
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), valid: map[string]time.Time{},
+		streams: streaming.New(streaming.Config{IdleTimeout: cfg.StreamIdleTimeout,
+			CreationTimeout: cfg.StreamCreationTimeout, Logger: cfg.Logger})}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	s.mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.auth(http.HandlerFunc(s.logs)))
 	s.mux.Handle("GET /stats/summary", s.auth(http.HandlerFunc(s.summary)))
+	// GET for WebSockets, POST for SPDY, as kubectl sends them.
+	for _, method := range []string{"GET", "POST"} {
+		s.mux.Handle(method+" /exec/{namespace}/{pod}/{container}", s.auth(http.HandlerFunc(s.exec)))
+		s.mux.Handle(method+" /attach/{namespace}/{pod}/{container}", s.auth(http.HandlerFunc(s.attach)))
+		s.mux.Handle(method+" /portForward/{namespace}/{pod}", s.auth(http.HandlerFunc(s.portForward)))
+	}
 	if cfg.Registry != nil {
 		s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 	}

@@ -35,6 +35,10 @@ func (c containers) ContainerID(_ context.Context, ns, pod, ctr string, previous
 	return c.current, nil
 }
 
+func (containers) SandboxID(context.Context, string, string) (string, error) {
+	return "", runtime.ErrNotFound
+}
+
 func (c containers) PodContainers(context.Context) ([]PodRef, error) {
 	return []PodRef{{Namespace: "default", Name: "web", UID: "u1", Containers: map[string]string{"app": c.current}}}, nil
 }
@@ -225,3 +229,7 @@ func (podList) ContainerID(context.Context, string, string, string, bool) (strin
 }
 
 func (p podList) PodContainers(context.Context) ([]PodRef, error) { return p, nil }
+
+func (podList) SandboxID(context.Context, string, string) (string, error) {
+	return "", runtime.ErrNotFound
+}

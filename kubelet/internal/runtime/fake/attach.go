@@ -149,7 +149,7 @@ func (r *Runtime) Attach(ctx context.Context, id string, s runtime.Streams) erro
 
 // DialNetNS connects to port on the loopback of the network namespace at path, a path NetNS
 // returned: the fake's namespaces hold only what a Program's Listen opened.
-func (r *Runtime) DialNetNS(ctx context.Context, path string, port int) (net.Conn, error) {
+func (r *Runtime) DialNetNS(ctx context.Context, path string, port uint16) (net.Conn, error) {
 	pidText, ok := strings.CutPrefix(path, "/proc/")
 	pidText, ok2 := strings.CutSuffix(pidText, "/ns/net")
 	pid, err := strconv.Atoi(pidText)
@@ -167,8 +167,8 @@ func (r *Runtime) DialNetNS(ctx context.Context, path string, port int) (net.Con
 	if key == "" {
 		return nil, fmt.Errorf("dial %d in %s: no such network namespace", port, path)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return r.dial(ctx, key, addr, strconv.Itoa(port))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	return r.dial(ctx, key, addr, strconv.Itoa(int(port)))
 }
 
 // follow applies every size from sizes until the returned stop is called.
