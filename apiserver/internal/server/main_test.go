@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +19,7 @@ import (
 
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage/etcdstore"
+	"minik8s.io/apiserver/internal/storage/etcdstore/etcdtest"
 	"minik8s.io/apiserver/internal/tables"
 )
 
@@ -29,46 +27,15 @@ import (
 // own namespaces.
 var testStore *etcdstore.Store
 
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "minik8s-server-test")
+	e, err := etcdtest.New(context.Background())
 	if err != nil {
-		panic(err)
+		fmt.Fprintln(os.Stderr, "embedded etcd:", err)
+		os.Exit(1)
 	}
-	ctx := context.Background()
-	// A port found free can be taken before etcd binds it: try again with new ports.
-	var emb *etcdstore.Embedded
-	for attempt := 1; ; attempt++ {
-		emb, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{
-			DataDir:   filepath.Join(dir, strconv.Itoa(attempt)),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort()),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort()),
-		}, slog.New(slog.DiscardHandler))
-		if err == nil {
-			break
-		}
-		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
-			fmt.Fprintln(os.Stderr, "embedded etcd:", err)
-			os.Exit(1)
-		}
-	}
-	cli, err := etcdstore.Dial([]string{emb.URL})
-	if err != nil {
-		panic(err)
-	}
-	testStore = etcdstore.New(cli, 10*time.Second)
+	testStore = e.Store
 	code := m.Run()
-	cli.Close()
-	emb.Close()
-	os.RemoveAll(dir)
+	e.Close()
 	os.Exit(code)
 }
 

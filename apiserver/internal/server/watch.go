@@ -224,7 +224,7 @@ func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptio
 			return
 		}
 	}
-	if listed && opts.SendInitialEvents != nil && w.bookmark(startRev, true) != nil {
+	if listed && opts.SendInitialEvents != nil && opts.AllowWatchBookmarks && w.bookmark(startRev, true) != nil {
 		return
 	}
 	var bookmarks <-chan time.Time
