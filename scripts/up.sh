@@ -15,7 +15,7 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install o
 
 ensure_packages() {
   local missing=() p
-  for p in rabbitmq-server redis-server containernetworking-plugins iptables curl etcd-server; do
+  for p in rabbitmq-server redis-server containernetworking-plugins iptables curl etcd-server python3-kubernetes; do
     installed "$p" || missing+=("$p")
   done
   if ! docker info >/dev/null 2>&1 && ! installed docker.io && ! command -v dockerd >/dev/null 2>&1; then
