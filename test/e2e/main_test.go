@@ -44,7 +44,8 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	// Under -short every test here skips (they all need RabbitMQ and a real apiserver), so
 	// building would only cost time.
-	if !testing.Short() {
+	// A child process of a test (clientgo_test.go) uses its parent's servers and binaries.
+	if !testing.Short() && os.Getenv(clientGoChildEnv) == "" {
 		dir, err := os.MkdirTemp("", "minik8s-e2e-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
