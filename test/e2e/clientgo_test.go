@@ -145,20 +145,24 @@ func (k *klogCapture) matching(words ...string) []string {
 	return out
 }
 
-var klogOnce sync.Once
+var (
+	klogOnce  sync.Once
+	klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
+)
 
 // clientGoScenario syncs informers over pods and configmaps in a fresh namespace, then sees a
 // typed client's creates, updates and deletes arrive, and returns the requests it sent.
 func clientGoScenario(t *testing.T, kubeconfig, ns string) *requests {
 	t.Helper()
 	logs := &klogCapture{}
-	klogOnce.Do(func() {
-		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(fs)
-		_ = fs.Set("v", "4")
-	})
+	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
+	// Verbose enough to hear client-go's watch-list notes, for this scenario only.
+	_ = klogFlags.Set("v", "4")
 	klog.SetLogger(logs.logger())
-	defer klog.ClearLogger()
+	defer func() {
+		klog.ClearLogger()
+		_ = klogFlags.Set("v", "0")
+	}()
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
