@@ -260,6 +260,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	httpSrv.RegisterOnShutdown(srv.CloseStreams)
 	ln, err := net.Listen("tcp", httpSrv.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

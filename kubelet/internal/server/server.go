@@ -102,6 +102,10 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// CloseStreams ends the exec, attach and port-forward sessions, which an HTTP server's
+// shutdown leaves running since their connections were taken over.
+func (s *Server) CloseStreams() { s.streams.Close() }
+
 // Handler is the root handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 

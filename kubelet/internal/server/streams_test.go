@@ -84,6 +84,7 @@ func (p *podIndex) PodContainers(context.Context) ([]PodRef, error) { return nil
 // kubelet serves b over TLS, as the kubelet does, accepting the token "good". sessions counts
 // the exec, attach and port-forward requests being served.
 type kubelet struct {
+	srv      *Server
 	url      string
 	cfg      *rest.Config
 	sessions *atomic.Int32
@@ -103,7 +104,7 @@ func serve(t *testing.T, b *backend) kubelet {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	return kubelet{url: hs.URL, sessions: sessions,
+	return kubelet{srv: s, url: hs.URL, sessions: sessions,
 		cfg: &rest.Config{Host: hs.URL, BearerToken: "good", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}}
 }
 
@@ -198,7 +199,9 @@ func (b *syncBuffer) String() string {
 }
 
 // sizeQueue hands client-go one terminal size, then ends.
-type sizeQueue struct{ sizes chan remotecommand.TerminalSize }
+type sizeQueue struct {
+	sizes chan remotecommand.TerminalSize
+}
 
 func newSizeQueue(w, h uint16) *sizeQueue {
 	q := &sizeQueue{sizes: make(chan remotecommand.TerminalSize, 1)}
@@ -402,7 +405,11 @@ func forwardPorts(t *testing.T, d httpstream.Dialer, ports ...uint16) []string {
 	go func() { done <- pf.ForwardPorts() }()
 	t.Cleanup(func() {
 		close(stop)
-		<-done
+		select {
+		case <-done:
+		case <-time.After(wait):
+			t.Error("port-forward did not stop")
+		}
 	})
 	select {
 	case <-ready:
@@ -476,6 +483,25 @@ func testPortForward(t *testing.T, b *backend) {
 					t.Errorf("echoed bytes differ from those sent, first at offset %d", i)
 				}
 			})
+			t.Run("a pod closing while the client sends stalls nothing", func(t *testing.T) {
+				c := dialLocal(t, local[0])
+				// The pod answers and closes; what the client goes on sending must not hold up
+				// the session's other connections.
+				go func() { _, _ = c.Write(append([]byte("GET / HTTP/1.0\r\n\r\n"), make([]byte, 4<<20)...)) }()
+				_, _ = io.ReadAll(c)
+				for i := range 6 {
+					e := dialLocal(t, local[1])
+					msg := fmt.Sprintf("ping %d\n", i)
+					if _, err := io.WriteString(e, msg); err != nil {
+						t.Fatal(err)
+					}
+					got := make([]byte, len(msg))
+					if _, err := io.ReadFull(e, got); err != nil || string(got) != msg {
+						t.Fatalf("connection %d after the closed one echoed %q, %v; want %q", i, got, err, msg)
+					}
+					e.Close()
+				}
+			})
 			t.Run("nothing listening", func(t *testing.T) {
 				got, err := io.ReadAll(dialLocal(t, local[2]))
 				if len(got) != 0 || (err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err)) {
@@ -491,11 +517,14 @@ func isReset(err error) bool {
 }
 
 // testDisconnect ends clients in the middle of a cat that would run forever, and waits for
-// the kubelet to end their sessions.
+// the kubelet to end their sessions; then the kubelet's shutdown ends them.
 func testDisconnect(t *testing.T, b *backend) {
 	k := serve(t, b)
 	for _, ex := range executors[:2] {
 		t.Run(ex.name, func(t *testing.T) {
+			if n := k.sessions.Load(); n != 0 {
+				t.Fatalf("%d sessions before the test", n)
+			}
 			e, err := ex.make(k.cfg, k.execURL("app", b.cmds["cat"].argv, true, false))
 			if err != nil {
 				t.Fatal(err)
@@ -518,6 +547,30 @@ func testDisconnect(t *testing.T, b *backend) {
 			eventually(t, "the kubelet to end the session", func() bool { return k.sessions.Load() == 0 })
 		})
 	}
+	t.Run("kubelet shutdown", func(t *testing.T) {
+		done := make(chan error, len(executors[:2]))
+		for _, ex := range executors[:2] {
+			e, err := ex.make(k.cfg, k.execURL("app", b.cmds["cat"].argv, true, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdin, feed := io.Pipe()
+			defer feed.Close()
+			go func() {
+				done <- e.StreamWithContext(t.Context(), remotecommand.StreamOptions{Stdin: stdin, Stdout: io.Discard, Stderr: io.Discard})
+			}()
+		}
+		eventually(t, "both sessions to start", func() bool { return k.sessions.Load() == 2 })
+		k.srv.CloseStreams()
+		for range executors[:2] {
+			select {
+			case <-done:
+			case <-time.After(wait):
+				t.Fatal("a client still streams after the kubelet closed its sessions")
+			}
+		}
+		eventually(t, "the kubelet to end the sessions", func() bool { return k.sessions.Load() == 0 })
+	})
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {

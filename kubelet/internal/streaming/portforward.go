@@ -29,15 +29,15 @@ func (s *Server) serveSPDYPortForward(w http.ResponseWriter, r *http.Request, di
 	if conn == nil {
 		return
 	}
-	s.forward(r.Context(), conn, pending, dial)
+	s.forward(conn, pending, dial)
 }
 
 // forward serves one SPDY port-forward connection until it closes or idles out, then closes
 // it and waits for its forwards to end.
-func (s *Server) forward(rctx context.Context, conn httpstream.Connection, pending <-chan newStream, dial Dialer) {
+func (s *Server) forward(conn httpstream.Connection, pending <-chan newStream, dial Dialer) {
 	defer conn.Close()
 	conn.SetIdleTimeout(s.cfg.IdleTimeout)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(rctx))
+	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -48,6 +48,8 @@ func (s *Server) forward(rctx context.Context, conn httpstream.Connection, pendi
 	for {
 		select {
 		case <-conn.CloseChan():
+			return
+		case <-ctx.Done():
 			return
 		case ns := <-pending:
 			key, err := pairKey(ns.s)
@@ -154,10 +156,14 @@ func (s *Server) forwardPair(ctx context.Context, p *streamPair, dial Dialer) {
 	port, err := parsePort(header)
 	if err != nil {
 		fmt.Fprintf(p.errs.s, "invalid port header %q: %v", header, err)
+		// Reset, not just closed: data the client still sends to an unread stream would stall
+		// the connection's frame handling, and with it other streams.
+		p.data.s.Reset()
 		return
 	}
 	if err := pipe(ctx, dial, port, p.data.s, p.data.s.Close, true); err != nil {
 		fmt.Fprintf(p.errs.s, "error forwarding port %d to the pod: %v", port, err)
+		p.data.s.Reset()
 	}
 }
 
@@ -180,7 +186,11 @@ func pipe(ctx context.Context, dial Dialer, port uint16, rw io.ReadWriter, close
 		defer close(fromClient)
 		if _, err := io.Copy(c, rw); err == nil {
 			closeWrite(c)
+			return
 		}
+		// The pod's side is gone, but what the client still sends must be read: a stream
+		// nobody reads holds up its whole connection.
+		_, _ = io.Copy(io.Discard, rw)
 	}()
 	_, copyErr := io.Copy(rw, c)
 	_ = closeClient()
@@ -208,7 +218,7 @@ func closeWrite(c net.Conn) {
 // serveTunnel runs SPDY port-forwarding inside a WebSocket, each binary message carrying the
 // next bytes of the SPDY connection, for clients whose path to the kubelet passes only
 // WebSockets.
-func (s *Server) serveTunnel(ctx context.Context, ws *tunnelConn, dial Dialer) {
+func (s *Server) serveTunnel(ws *tunnelConn, dial Dialer) {
 	streams := make(chan newStream, maxPendingStreams)
 	conn, err := spdy.NewServerConnection(ws, func(st httpstream.Stream, replySent <-chan struct{}) error {
 		select {
@@ -223,5 +233,5 @@ func (s *Server) serveTunnel(ctx context.Context, ws *tunnelConn, dial Dialer) {
 		ws.Close()
 		return
 	}
-	s.forward(ctx, conn, streams, dial)
+	s.forward(conn, streams, dial)
 }

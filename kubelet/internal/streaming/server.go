@@ -37,6 +37,10 @@ type Config struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	// base is the parent of every session's context: the upgraded connections outlive their
+	// requests' contexts, and an HTTP server's shutdown does not wait for them.
+	base   context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a server; zero durations take the defaults.
@@ -50,8 +54,13 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{cfg: cfg, log: cfg.Logger}
+	base, cancel := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, log: cfg.Logger, base: base, cancel: cancel}
 }
+
+// Close ends every session: what runs in them is told to stop, and their connections close.
+// Sessions that start later end at once.
+func (s *Server) Close() { s.cancel() }
 
 // Runner runs what a session is for (an exec, an attach) connected to streams, until it ends
 // or ctx does, which happens when the client goes. Return an ExitError for a process that

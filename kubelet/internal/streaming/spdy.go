@@ -96,7 +96,7 @@ func (s *Server) serveSPDYCommand(w http.ResponseWriter, r *http.Request, opts O
 		streams.Resize = resizes(st, stop)
 	}
 
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	go func() {
 		select {

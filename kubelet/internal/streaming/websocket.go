@@ -47,7 +47,7 @@ func (s *Server) serveWebSocketCommand(w http.ResponseWriter, r *http.Request, o
 
 	// The hijacked connection outlives the request's context; the client's going is what
 	// ends the session early.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	readErr := make(chan error, 1)
 	go func() {

@@ -33,7 +33,7 @@ func (s *Server) serveWebSocketPortForward(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	if protocol == protoTunnel {
-		s.serveTunnel(r.Context(), newTunnelConn(ws), dial)
+		s.serveTunnel(newTunnelConn(ws), dial)
 		return
 	}
 
@@ -42,7 +42,7 @@ func (s *Server) serveWebSocketPortForward(w http.ResponseWriter, r *http.Reques
 	for i := range ports {
 		inputs[i] = c.input(byte(2 * i))
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
 	readErr := make(chan error, 1)
 	go func() {
