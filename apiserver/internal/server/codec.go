@@ -234,11 +234,11 @@ func (s *Server) encode(out output, obj runtime.Object, includeObject string) ([
 // partialMetadata reduces an object or list to PartialObjectMetadata(List).
 func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	metaOnly := func(o runtime.Object) (*metav1.PartialObjectMetadata, error) {
-		m, err := meta.Accessor(o)
-		if err != nil {
-			return nil, err
+		acc, ok := o.(metav1.ObjectMetaAccessor)
+		if !ok {
+			return nil, fmt.Errorf("%T has no ObjectMeta", o)
 		}
-		om, ok := m.(*metav1.ObjectMeta)
+		om, ok := acc.GetObjectMeta().(*metav1.ObjectMeta)
 		if !ok {
 			return nil, fmt.Errorf("%T has no ObjectMeta", o)
 		}

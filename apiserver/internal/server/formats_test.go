@@ -420,3 +420,50 @@ func TestProtobufWatch(t *testing.T) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
+
+// Metadata-only clients (client-go's metadata informers) get PartialObjectMetadata for gets,
+// lists and every watch event, bookmarks included.
+func TestPartialObjectMetadata(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	base := "/api/v1/namespaces/" + ns + "/configmaps"
+	h.mustDo(http.StatusCreated, "POST", base, "", configMap("meta", map[string]string{"k": "v"}), nil)
+	const accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	code, _, data := h.raw("GET", base+"/meta", "", accept, nil)
+	var one metav1.PartialObjectMetadata
+	if err := json.Unmarshal(data, &one); code != 200 || err != nil || one.Kind != "PartialObjectMetadata" || one.Labels["k"] != "v" {
+		t.Fatalf("get: %d %s", code, data)
+	}
+	if strings.Contains(string(data), `"data"`) {
+		t.Fatalf("metadata view carries the object's data: %s", data)
+	}
+	code, _, data = h.raw("GET", base, "", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", nil)
+	var list metav1.PartialObjectMetadataList
+	if err := json.Unmarshal(data, &list); code != 200 || err != nil || list.Kind != "PartialObjectMetadataList" || len(list.Items) != 1 || list.ResourceVersion == "" {
+		t.Fatalf("list: %d %s", code, data)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "GET", h.url+base+"?"+watchList, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for _, want := range []string{"ADDED", "BOOKMARK"} {
+		var ev struct {
+			Type   string                       `json:"type"`
+			Object metav1.PartialObjectMetadata `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != want || ev.Object.Kind != "PartialObjectMetadata" {
+			t.Fatalf("event %s of kind %q, want %s of PartialObjectMetadata", ev.Type, ev.Object.Kind, want)
+		}
+	}
+}

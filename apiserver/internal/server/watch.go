@@ -47,11 +47,8 @@ type watchStream struct {
 
 func (w *watchStream) send(typ watch.EventType, obj runtime.Object) error {
 	view := w.out
-	if typ == watch.Bookmark || typ == watch.Error {
-		// Bookmarks and errors carry the object itself (or a Status), never a view of it.
-		if view.view == viewTable {
-			view.mediaType = jsonMediaType
-		}
+	if typ == watch.Error || (typ == watch.Bookmark && view.view == viewTable) {
+		// Errors carry a Status; a Table watch's bookmarks carry the object itself.
 		view.view = viewObject
 	}
 	data, err := w.s.encode(view, obj, w.inc)
