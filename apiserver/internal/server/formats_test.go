@@ -78,26 +78,14 @@ func decodeAs(t *testing.T, ctype string, data []byte, into runtime.Object) {
 // raw sends a request with a body in ctype, asking for accept, and returns the answer.
 func (h *harness) raw(method, path, ctype, accept string, body []byte) (int, string, []byte) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
+	var headers []string
 	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+		headers = append(headers, "Content-Type", ctype)
 	}
 	if accept != "" {
-		req.Header.Set("Accept", accept)
+		headers = append(headers, "Accept", accept)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	resp, data := h.send(method, path, body, headers...)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), data
 }
 

@@ -97,28 +97,43 @@ func newHarnessWith(t testing.TB, adjust func(*Config)) *harness {
 // do sends a request and decodes a JSON answer into out (when not nil).
 func (h *harness) do(method, path, contentType string, body any, out any, headers ...string) (int, http.Header) {
 	h.t.Helper()
-	var rd io.Reader
+	var data []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		data = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		data = b
 	default:
-		data, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(b); err != nil {
 			h.t.Fatal(err)
 		}
-		rd = bytes.NewReader(data)
+	}
+	if contentType != "" {
+		headers = append(headers, "Content-Type", contentType)
+	}
+	resp, answer := h.send(method, path, data, headers...)
+	if out != nil && len(answer) > 0 {
+		if err := json.Unmarshal(answer, out); err != nil {
+			h.t.Fatalf("%s %s: decode %q: %v", method, path, answer, err)
+		}
+	}
+	return resp.StatusCode, resp.Header
+}
+
+// send makes one authenticated request with the given header pairs and reads the answer.
+func (h *harness) send(method, path string, body []byte, headers ...string) (*http.Response, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, h.url+path, rd)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -131,12 +146,7 @@ func (h *harness) do(method, path, contentType string, body any, out any, header
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			h.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
-		}
-	}
-	return resp.StatusCode, resp.Header
+	return resp, data
 }
 
 // mustDo is do that fails the test unless the status code is want.

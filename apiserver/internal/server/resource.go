@@ -70,12 +70,7 @@ func (s *Server) create(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	data, err := readBody(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	obj, err := decodeObject(c, t.res, data, fieldValidation(opts.FieldValidation))
+	obj, err := readObject(c, t, opts.FieldValidation)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -88,6 +83,15 @@ func (s *Server) create(c *gin.Context, t target) {
 	s.respondWritten(c, http.StatusCreated, t.res, w)
 }
 
+// readObject reads the body of a create or update as an object of the target's kind.
+func readObject(c *gin.Context, t target, directive string) (runtime.Object, error) {
+	data, err := readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(c, t.res, data, fieldValidation(directive))
+}
+
 // update handles PUT on the main endpoint and on status.
 func (s *Server) update(c *gin.Context, t target) {
 	opts, err := updateOptions(c)
@@ -95,12 +99,7 @@ func (s *Server) update(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	data, err := readBody(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	obj, err := decodeObject(c, t.res, data, fieldValidation(opts.FieldValidation))
+	obj, err := readObject(c, t, opts.FieldValidation)
 	if err != nil {
 		writeError(c, err)
 		return
