@@ -54,11 +54,18 @@ func ConflictModified(k Key) error {
 	return apierror.Conflict(k.Resource.GVK.Group, k.Resource.Plural, k.Name, "the object has been modified; please apply your changes to the latest version and try again")
 }
 
-func (r *Registry) raceErr(k Key, precondition string) error {
-	if precondition != "" {
+// guardedWriteErr maps the failure of a write guarded by the revision read: a lost race is a
+// Conflict with a precondition, errRetry without; a key gone is NotFound.
+func (r *Registry) guardedWriteErr(k Key, precondition string, err error) error {
+	switch {
+	case errors.Is(err, storage.ErrRevisionMismatch) && precondition != "":
 		return ConflictModified(k)
+	case errors.Is(err, storage.ErrRevisionMismatch):
+		return errRetry
+	case errors.Is(err, storage.ErrKeyNotFound):
+		return notFound(k)
 	}
-	return errRetry
+	return storeErr(err)
 }
 
 // commitUpdate writes obj over old (read at kv).
@@ -138,14 +145,8 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 			return Written{Object: obj}, nil
 		}
 		_, rev, err := r.store.Delete(ctx, key, kv.ModRevision)
-		if errors.Is(err, storage.ErrRevisionMismatch) {
-			return Written{}, r.raceErr(k, precondition)
-		}
-		if errors.Is(err, storage.ErrKeyNotFound) {
-			return Written{}, notFound(k)
-		}
 		if err != nil {
-			return Written{}, storeErr(err)
+			return Written{}, r.guardedWriteErr(k, precondition, err)
 		}
 		m.SetResourceVersion(formatRV(rev))
 		st.Release(ctx, old, nil)
@@ -165,14 +166,8 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 		return Written{Object: obj}, nil
 	}
 	rev, err := r.store.Update(ctx, key, stored, kv.ModRevision)
-	if errors.Is(err, storage.ErrRevisionMismatch) {
-		return Written{}, r.raceErr(k, precondition)
-	}
-	if errors.Is(err, storage.ErrKeyNotFound) {
-		return Written{}, notFound(k)
-	}
 	if err != nil {
-		return Written{}, storeErr(err)
+		return Written{}, r.guardedWriteErr(k, precondition, err)
 	}
 	written = true
 	m.SetResourceVersion(formatRV(rev))
