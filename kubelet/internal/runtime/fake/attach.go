@@ -147,6 +147,26 @@ func (r *Runtime) Attach(ctx context.Context, id string, s runtime.Streams) erro
 	}
 }
 
+// NetNS implements runtime.Runtime with a path that does not exist on the host.
+func (r *Runtime) NetNS(ctx context.Context, id string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.recordLocked("NetNS", id, nil); err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	ct, err := r.getLocked(id)
+	if err != nil {
+		return "", fmt.Errorf("netns: %w", err)
+	}
+	if ct.c.State != runtime.StateRunning {
+		return "", fmt.Errorf("netns %s: %w", id, runtime.ErrNotRunning)
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", ct.c.Pid), nil
+}
+
 // DialNetNS connects to port on the loopback of the network namespace at path, a path NetNS
 // returned: the fake's namespaces hold only what a Program's Listen opened.
 func (r *Runtime) DialNetNS(ctx context.Context, path string, port uint16) (net.Conn, error) {

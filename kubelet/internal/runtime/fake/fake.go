@@ -585,23 +585,3 @@ func (r *Runtime) Stats(ctx context.Context, id string) (runtime.Stats, error) {
 	}
 	return s, nil
 }
-
-// NetNS implements runtime.Runtime with a path that does not exist on the host.
-func (r *Runtime) NetNS(ctx context.Context, id string) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.recordLocked("NetNS", id, nil); err != nil {
-		return "", err
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	ct, err := r.getLocked(id)
-	if err != nil {
-		return "", fmt.Errorf("netns: %w", err)
-	}
-	if ct.c.State != runtime.StateRunning {
-		return "", fmt.Errorf("netns %s: %w", id, runtime.ErrNotRunning)
-	}
-	return fmt.Sprintf("/proc/%d/ns/net", ct.c.Pid), nil
-}
