@@ -15,6 +15,7 @@ import (
 
 	"minik8s.io/kubelet/internal/app"
 	"minik8s.io/kubelet/internal/nodestatus"
+	"minik8s.io/kubelet/internal/streaming"
 	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/logging"
 )
@@ -48,6 +49,7 @@ func main() {
 	fs.DurationVar(&cfg.PLEGPeriod, "pleg-period", time.Second, "how often containers are relisted from Docker")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", 30*time.Second, "how often the node's pods are relisted from the API")
 	fs.DurationVar(&cfg.UsagePeriod, "node-usage-period", 10*time.Second, "how often the pods' CPU and memory are sampled for the Node's minik8s.io/usage-* annotations (written on change or every minute); 1s to 1m, 0 for the default, negative disables")
+	fs.DurationVar(&cfg.StreamIdleTimeout, "streaming-connection-idle-timeout", streaming.DefaultIdleTimeout, "how long an exec, attach or port-forward session may pass without data before it is closed")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the kubelet may take to stop (containers keep running)")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])

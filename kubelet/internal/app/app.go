@@ -26,6 +26,7 @@ import (
 	"minik8s.io/kubelet/internal/pods"
 	"minik8s.io/kubelet/internal/runtime/dockerruntime"
 	"minik8s.io/kubelet/internal/server"
+	"minik8s.io/kubelet/internal/streaming"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
@@ -56,6 +57,9 @@ type Config struct {
 	// negative turns the report off.
 	UsagePeriod     time.Duration
 	ShutdownTimeout time.Duration
+	// StreamIdleTimeout ends an exec, attach or port-forward session idle that long; zero
+	// means the kubelet's 4 hours.
+	StreamIdleTimeout time.Duration
 }
 
 // Validate checks the configuration before anything starts.
@@ -69,6 +73,10 @@ func (c *Config) Validate() error {
 	if p := c.UsagePeriod; p > 0 && (p < time.Second || p > nodestatus.DefaultUsageRefresh) {
 		return fmt.Errorf("--node-usage-period %s must be between 1s and %s (0 for the default %s, negative to turn it off)",
 			p, nodestatus.DefaultUsageRefresh, nodestatus.DefaultUsagePeriod)
+	}
+	if c.StreamIdleTimeout < 0 {
+		return fmt.Errorf("--streaming-connection-idle-timeout %s must not be negative (0 for the default %s)",
+			c.StreamIdleTimeout, streaming.DefaultIdleTimeout)
 	}
 	if c.RootDir == "" || !filepath.IsAbs(c.RootDir) {
 		return fmt.Errorf("--root-dir %q must be an absolute path", c.RootDir)
@@ -244,7 +252,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
-		Review: reviewer(ccfg), Registry: reg, Logger: log})
+		Review: reviewer(ccfg), Registry: reg, Logger: log.With("part", "server"), StreamIdleTimeout: cfg.StreamIdleTimeout})
 	reg.MustRegister(server.NewUsageCollector(srv))
 	var usage *nodestatus.UsageReporter
 	if cfg.UsagePeriod >= 0 {

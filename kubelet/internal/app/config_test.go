@@ -22,6 +22,8 @@ func TestValidate(t *testing.T) {
 		{"usage every 30s", func(c *Config) { c.UsagePeriod = 30 * time.Second }, ""},
 		{"usage too often", func(c *Config) { c.UsagePeriod = time.Millisecond }, "--node-usage-period 1ms"},
 		{"usage too rarely", func(c *Config) { c.UsagePeriod = 5 * time.Minute }, "--node-usage-period 5m0s"},
+		{"stream idle timeout", func(c *Config) { c.StreamIdleTimeout = time.Hour }, ""},
+		{"negative stream idle timeout", func(c *Config) { c.StreamIdleTimeout = -time.Second }, "--streaming-connection-idle-timeout -1s"},
 		{"no name", func(c *Config) { c.Node.Name = "" }, "no name"},
 		{"relative root", func(c *Config) { c.RootDir = "kubelet" }, "--root-dir"},
 		{"bad port", func(c *Config) { c.Port = 70000 }, "--port 70000"},
