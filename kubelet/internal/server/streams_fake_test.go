@@ -106,6 +106,31 @@ func TestDisconnectFake(t *testing.T) {
 	testDisconnect(t, b)
 }
 
+// TestIdleTimeout leaves sessions without traffic past a short idle timeout (client-go pings
+// every 5 s): the kubelet ends them, and the clients return.
+func TestIdleTimeout(t *testing.T) {
+	b, _ := fakeBackend(t)
+	k := serve(t, b, func(c *Config) { c.StreamIdleTimeout = 500 * time.Millisecond })
+	for _, ex := range executors[:2] {
+		t.Run(ex.name, func(t *testing.T) {
+			e, err := ex.make(k.cfg, k.execURL("app", b.cmds["cat"].argv, true, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdin, feed := io.Pipe()
+			defer feed.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), wait)
+			defer cancel()
+			err = e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: io.Discard, Stderr: io.Discard})
+			if ctx.Err() != nil {
+				t.Fatalf("the idle session went on for %s", wait)
+			}
+			t.Logf("the client saw: %v", err)
+			eventually(t, "the kubelet to end the session", func() bool { return k.sessions.Load() == 0 })
+		})
+	}
+}
+
 // TestStreamRequestErrors are refusals before any upgrade: the client sees their status and
 // message.
 func TestStreamRequestErrors(t *testing.T) {

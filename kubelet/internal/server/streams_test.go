@@ -90,10 +90,14 @@ type kubelet struct {
 	sessions *atomic.Int32
 }
 
-func serve(t *testing.T, b *backend) kubelet {
+func serve(t *testing.T, b *backend, options ...func(*Config)) kubelet {
 	t.Helper()
-	s := New(Config{Node: "n1", Runtime: b.rt, Containers: b.pods, DialNetNS: b.dial,
-		Review: func(_ context.Context, token string) (bool, error) { return token == "good", nil }})
+	cfg := Config{Node: "n1", Runtime: b.rt, Containers: b.pods, DialNetNS: b.dial,
+		Review: func(_ context.Context, token string) (bool, error) { return token == "good", nil }}
+	for _, o := range options {
+		o(&cfg)
+	}
+	s := New(cfg)
 	sessions := &atomic.Int32{}
 	h := s.Handler()
 	hs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

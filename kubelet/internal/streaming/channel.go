@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -99,6 +100,16 @@ type input struct {
 }
 
 func newChannelConn(ws *websocket.Conn, protocol string, idle time.Duration) *channelConn {
+	// A ping is traffic too, as on SPDY: a client that pings is there, whatever it sends.
+	ws.SetPingHandler(func(data string) error {
+		_ = ws.SetReadDeadline(time.Now().Add(idle))
+		err := ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(closeWait))
+		var ne net.Error
+		if errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return err
+	})
 	return &channelConn{
 		ws:       ws,
 		base64:   protocol == protoV4Base64 || protocol == protoV1Base64,
