@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilexec "k8s.io/utils/exec"
 
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
@@ -50,6 +52,16 @@ func Main(ctx context.Context, args []string, s Streams) int {
 	if err == nil {
 		return 0
 	}
+	// An interrupted command says nothing more (kubectl dies with the signal).
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return 1
+	}
+	// A remote command's exit status becomes ours, with kubectl's line saying so.
+	var exit utilexec.ExitError
+	if errors.As(err, &exit) {
+		fmt.Fprintln(s.ErrOut, err.Error())
+		return exit.ExitStatus()
+	}
 	if !errors.Is(err, errReported) {
 		fmt.Fprintln(s.ErrOut, FormatError(err))
 	}
@@ -80,6 +92,7 @@ func NewRoot(s Streams) *cobra.Command {
 		newApply(o), newCreate(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
 		newLogs(o), newVersion(o), newAPIResources(o),
 		newCordon(o), newUncordon(o), newDrain(o), newLabel(o),
+		newExec(o), newAttach(o), newCp(o), newPortForward(o),
 	)
 	return root
 }
@@ -89,6 +102,25 @@ func (o *options) client() (*client.Client, error) {
 	if o.cl != nil {
 		return o.cl, nil
 	}
+	cfg, err := o.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.verbose > 0 {
+		cl = cl.WithLogger(slog.New(slog.NewTextHandler(o.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	}
+	o.cl, o.defaultNS = cl, cfg.Namespace
+	return cl, nil
+}
+
+// clientConfig resolves the kubeconfig (--kubeconfig, --context) and overlays --server,
+// --token and --insecure-skip-tls-verify: the one place both our client and client-go's
+// rest.Config (restconfig.go) get their connection from.
+func (o *options) clientConfig() (*client.Config, error) {
 	cfg := &client.Config{}
 	loaded, err := client.FromKubeconfigContext(o.kubeconfig, o.context)
 	switch {
@@ -109,15 +141,7 @@ func (o *options) client() (*client.Client, error) {
 		cfg.Insecure = true
 	}
 	cfg.UserAgent = "kubectl-minik8s/" + Version
-	cl, err := client.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if o.verbose > 0 {
-		cl = cl.WithLogger(slog.New(slog.NewTextHandler(o.ErrOut, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	}
-	o.cl, o.defaultNS = cl, cfg.Namespace
-	return cl, nil
+	return cfg, nil
 }
 
 // ns is the namespace of the request: -n, else the kubeconfig context's, else default.
@@ -140,10 +164,19 @@ func lookup(name string) (*scheme.Resource, error) {
 	return r, nil
 }
 
+// usageError is kubectl's wording for a command line it cannot use.
+func usageError(cmd *cobra.Command, format string, args ...any) error {
+	return fmt.Errorf("%s\nSee '%s -h' for help and examples", fmt.Sprintf(format, args...), cmd.CommandPath())
+}
+
 // FormatError words an error as kubectl does, starting with the server's own message.
 func FormatError(err error) string {
 	var ae *apierror.Error
-	if !errors.As(err, &ae) {
+	// client-go's Status errors (from a refused stream) read like ours.
+	if st, ok := err.(apierrors.APIStatus); ok { //nolint:errorlint // kubectl looks at the error itself, not what it wraps
+		status := st.Status()
+		ae = apierror.FromStatus(&status)
+	} else if !errors.As(err, &ae) {
 		return "error: " + err.Error()
 	}
 	s := ae.Status

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+type attachFlags struct {
+	container         string
+	stdin, tty, quiet bool
+	podRunningTimeout time.Duration
+}
+
+func newAttach(o *options) *cobra.Command {
+	var f attachFlags
+	cmd := &cobra.Command{
+		Use:   "attach (POD | TYPE/NAME) -c CONTAINER",
+		Short: "Attach to a running container",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.podRunningTimeout <= 0 {
+				return usageError(cmd, "--pod-running-timeout must be higher than zero")
+			}
+			ref, err := parseAttachArgs(args)
+			if err != nil {
+				return err
+			}
+			return o.attach(cmd.Context(), cmd.CommandPath(), ref, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.container, "container", "c", "", "Container name. If omitted, use the kubectl.kubernetes.io/default-container annotation for selecting the container to be attached or the first container in the pod will be chosen")
+	fl.BoolVarP(&f.stdin, "stdin", "i", false, "Pass stdin to the container")
+	fl.BoolVarP(&f.tty, "tty", "t", false, "Stdin is a TTY")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "Only print output from the remote session")
+	fl.DurationVar(&f.podRunningTimeout, "pod-running-timeout", defaultPodRunningTimeout, "The length of time (like 5s, 2m, or 3h, higher than zero) to wait until at least one pod is running")
+	return cmd
+}
+
+// parseAttachArgs reads "POD", "TYPE/NAME" or "TYPE NAME".
+func parseAttachArgs(args []string) (podRef, error) {
+	switch len(args) {
+	case 0:
+		return podRef{}, fmt.Errorf("at least 1 argument is required for attach")
+	case 1:
+		return parsePodRef(args[0])
+	case 2:
+		return parsePodRef(args[0] + "/" + args[1])
+	}
+	return podRef{}, fmt.Errorf("expected POD, TYPE/NAME, or TYPE NAME, (at most 2 arguments) saw %d: %v", len(args), args)
+}
+
+func (o *options) attach(ctx context.Context, commandPath string, ref podRef, f attachFlags) error {
+	cl, cfg, err := o.streamClients()
+	if err != nil {
+		return err
+	}
+	pod, err := attachablePod(ctx, cl, o.ns(), ref, f.podRunningTimeout)
+	if err != nil {
+		return err
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return fmt.Errorf("cannot attach a container in a completed pod; current phase is %s", pod.Status.Phase)
+	}
+	c, err := o.attachContainer(pod, f.container, f.quiet)
+	if err != nil {
+		return fmt.Errorf("cannot attach to the container: %w", err)
+	}
+	// The session has a TTY exactly when the container has one: without it the main
+	// process's output would be read as multiplexed frames it is not.
+	tty := f.tty
+	switch {
+	case tty && !c.TTY:
+		tty = false
+		if !f.quiet {
+			fmt.Fprintf(o.ErrOut, "error: Unable to use a TTY - container %s did not allocate one\n", c.Name)
+		}
+	case !tty && c.TTY:
+		tty = true
+	}
+	s := o.setupSession(f.stdin, tty, f.quiet)
+	s.nudge = true
+	if !f.quiet {
+		fmt.Fprintln(o.ErrOut, "If you don't see a command prompt, try pressing enter.")
+	}
+	err = s.run(ctx, func(ctx context.Context, so remotecommand.StreamOptions) error {
+		q := streamQuery(c.Name, so.Stdin != nil, so.Stdout != nil, so.Stderr != nil, so.Tty)
+		u, err := streamURL(cfg, pod, "attach", q)
+		if err != nil {
+			return err
+		}
+		return runStream(ctx, cfg, u, so)
+	})
+	if err != nil {
+		return err
+	}
+	if !f.quiet && s.in != nil && s.tty {
+		fmt.Fprintf(o.Out, "Session ended, resume using '%s %s -c %s -n %s -i -t' command\n", commandPath, pod.Name, c.Name, pod.Namespace)
+	}
+	return nil
+}
+
+// attachContainer is the container -c names (which must exist: its TTY decides the
+// session's), or the default one with kubectl's notice unless quiet.
+func (o *options) attachContainer(pod *corev1.Pod, name string, quiet bool) (*corev1.Container, error) {
+	if name != "" {
+		if c := findContainer(pod, name); c != nil {
+			return c, nil
+		}
+		return nil, fmt.Errorf("container %s not found in pod %s", name, pod.Name)
+	}
+	c, notice, err := defaultContainer(pod)
+	if err != nil {
+		return nil, err
+	}
+	if notice != "" && !quiet {
+		fmt.Fprintln(o.ErrOut, notice)
+	}
+	return c, nil
+}
