@@ -41,12 +41,15 @@ type namespaces struct {
 
 	mu     sync.Mutex
 	active map[string]time.Time // name -> when it was last seen active
+	// hasAccount holds the namespaces known to have their default service account, so a
+	// pass looks up only the others.
+	hasAccount map[string]bool
 }
 
 func newNamespaces(r *Registry) *namespaces {
 	res, _ := scheme.Lookup("namespaces")
 	sa, _ := scheme.Lookup("serviceaccounts")
-	return &namespaces{r: r, res: res, saRes: sa, kick: make(chan struct{}, 1), active: map[string]time.Time{}}
+	return &namespaces{r: r, res: res, saRes: sa, kick: make(chan struct{}, 1), active: map[string]time.Time{}, hasAccount: map[string]bool{}}
 }
 
 // admit allows a create into ns only when ns exists and is not terminating.
@@ -99,6 +102,7 @@ func (n *namespaces) changed(ctx context.Context, obj runtime.Object, created bo
 	}
 	n.mu.Lock()
 	delete(n.active, ns.Name)
+	delete(n.hasAccount, ns.Name)
 	n.mu.Unlock()
 	n.wake()
 }
@@ -107,6 +111,9 @@ func (n *namespaces) changed(ctx context.Context, obj runtime.Object, created bo
 // comes back on the next pass.
 func (n *namespaces) serviceAccountChanged(k Key, obj runtime.Object) {
 	if m, err := metaOf(obj); err == nil && k.Name == DefaultServiceAccount && m.GetDeletionTimestamp() == nil {
+		n.mu.Lock()
+		delete(n.hasAccount, k.Namespace)
+		n.mu.Unlock()
 		n.wake()
 	}
 }
@@ -114,8 +121,14 @@ func (n *namespaces) serviceAccountChanged(k Key, obj runtime.Object) {
 func (n *namespaces) ensureServiceAccount(ctx context.Context, ns string) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultServiceAccount, Namespace: ns}}
 	_, err := n.r.Create(ctx, Key{Resource: n.saRes, Namespace: ns}, sa, false)
-	if errors.Is(err, apierror.ErrAlreadyExists) || errors.Is(err, apierror.ErrNotFound) || errors.Is(err, apierror.ErrForbidden) {
-		// There already, or the namespace is gone or going.
+	switch {
+	case err == nil, errors.Is(err, apierror.ErrAlreadyExists):
+		n.mu.Lock()
+		n.hasAccount[ns] = true
+		n.mu.Unlock()
+		return nil
+	case errors.Is(err, apierror.ErrNotFound), errors.Is(err, apierror.ErrForbidden):
+		// The namespace is gone or going.
 		return nil
 	}
 	return err
@@ -163,37 +176,29 @@ func (n *namespaces) run(ctx context.Context) error {
 	}
 }
 
-// pass finalizes terminating namespaces and gives active ones missing their default service
-// account a new one.
+// pass finalizes terminating namespaces and gives active ones not known to have their default
+// service account one (a create that finds it there only records that).
 func (n *namespaces) pass(ctx context.Context) {
 	list, err := n.r.List(ctx, Key{Resource: n.res}, ListOptions{})
 	if err != nil {
 		n.r.log.Warn("listing namespaces", "err", err)
 		return
 	}
-	accounts, err := n.r.List(ctx, Key{Resource: n.saRes}, ListOptions{})
-	if err != nil {
-		n.r.log.Warn("listing service accounts", "err", err)
-		return
-	}
-	has := map[string]bool{}
-	for _, item := range accounts.Items {
-		if sa := item.(*corev1.ServiceAccount); sa.Name == DefaultServiceAccount {
-			has[sa.Namespace] = true
-		}
-	}
 	for _, item := range list.Items {
 		ns := item.(*corev1.Namespace)
-		if ns.DeletionTimestamp == nil {
-			if !has[ns.Name] {
-				if err := n.ensureServiceAccount(ctx, ns.Name); err != nil {
-					n.r.log.Warn("creating the default service account", "namespace", ns.Name, "err", err)
-				}
+		if ns.DeletionTimestamp != nil {
+			if err := n.finalize(ctx, ns); err != nil {
+				n.r.log.Warn("finalizing namespace", "namespace", ns.Name, "err", err)
 			}
 			continue
 		}
-		if err := n.finalize(ctx, ns); err != nil {
-			n.r.log.Warn("finalizing namespace", "namespace", ns.Name, "err", err)
+		n.mu.Lock()
+		has := n.hasAccount[ns.Name]
+		n.mu.Unlock()
+		if !has {
+			if err := n.ensureServiceAccount(ctx, ns.Name); err != nil {
+				n.r.log.Warn("creating the default service account", "namespace", ns.Name, "err", err)
+			}
 		}
 	}
 }

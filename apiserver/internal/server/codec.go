@@ -199,13 +199,13 @@ func writeJSON(c *gin.Context, code int, obj any) {
 
 // encode renders obj in a negotiated form: the object (JSON, YAML or protobuf), a Table, or
 // its metadata.
-func (s *Server) encode(out output, obj runtime.Object, includeObject string) ([]byte, error) {
+func (s *Server) encode(out output, obj runtime.Object) ([]byte, error) {
 	switch out.view {
 	case viewTable:
 		if s.cfg.Tables == nil {
 			return nil, apierror.New(apierror.ErrNotAcceptable, "tables are not served")
 		}
-		tbl, err := s.cfg.Tables.Convert(obj, includeObject, s.cfg.Now())
+		tbl, err := s.cfg.Tables.Convert(obj, string(out.includeObject), s.cfg.Now())
 		if err != nil {
 			return nil, fmt.Errorf("render table: %w", err)
 		}
@@ -272,14 +272,9 @@ func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	return list, nil
 }
 
-// respond writes an object or list in the form the client negotiated.
-func (s *Server) respond(c *gin.Context, code int, res *scheme.Resource, obj runtime.Object) {
-	out, err := negotiateOutput(c, res)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	data, err := s.encode(out, obj, c.DefaultQuery("includeObject", string(metav1.IncludeMetadata)))
+// respond writes an object or list in the negotiated form.
+func (s *Server) respond(c *gin.Context, out output, code int, obj runtime.Object) {
+	data, err := s.encode(out, obj)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -287,20 +282,14 @@ func (s *Server) respond(c *gin.Context, code int, res *scheme.Resource, obj run
 	c.Data(code, out.mediaType, s.pretty(c, out, data))
 }
 
-// respondWritten answers with what a write left: straight from the stored bytes when the
-// client takes plain JSON, encoded otherwise.
-func (s *Server) respondWritten(c *gin.Context, code int, res *scheme.Resource, w registry.Written) {
-	s.respondStored(c, code, res, w.Object, w.Stored, w.Revision)
+// respondWritten answers with what a write left.
+func (s *Server) respondWritten(c *gin.Context, out output, code int, res *scheme.Resource, w registry.Written) {
+	s.respondStored(c, out, code, res, w.Object, w.Stored, w.Revision)
 }
 
 // respondStored answers with a stored object: straight from its bytes when the client takes
 // plain JSON (and the bytes are in the expected shape), decoded and encoded otherwise.
-func (s *Server) respondStored(c *gin.Context, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
-	out, err := negotiateOutput(c, res)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
+func (s *Server) respondStored(c *gin.Context, out output, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
 	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil {
 		if data, ok := storage.WithResourceVersion(stored, rev); ok {
 			c.Data(code, jsonMediaType, s.pretty(c, out, data))
@@ -308,17 +297,13 @@ func (s *Server) respondStored(c *gin.Context, code int, res *scheme.Resource, o
 		}
 	}
 	if obj == nil {
+		var err error
 		if obj, err = registry.DecodeStored(res, stored, rev); err != nil {
 			writeError(c, err)
 			return
 		}
 	}
-	data, err := s.encode(out, obj, c.DefaultQuery("includeObject", string(metav1.IncludeMetadata)))
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	c.Data(code, out.mediaType, s.pretty(c, out, data))
+	s.respond(c, out, code, obj)
 }
 
 // pretty indents JSON for clients that ask (pretty=true) or are curl or wget, as Kubernetes

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/shared/apierror"
@@ -32,7 +33,18 @@ const (
 type output struct {
 	mediaType string
 	view      view
+	// includeObject says what a Table's rows carry.
+	includeObject metav1.IncludeObjectPolicy
 }
+
+// answer is what a request answers with: one object, a list, or a stream of watch events.
+type answer int
+
+const (
+	answerObject answer = iota
+	answerList
+	answerWatch
+)
 
 // protobufCapable reports whether a resource's kind has a protobuf form: the k8s.io/api kinds
 // do, the serverless group's (like Kubernetes' custom resources) do not.
@@ -50,11 +62,38 @@ func acceptedMediaTypes(res *scheme.Resource) string {
 	return strings.Join(types, ", ")
 }
 
+// negotiate picks the form of the answer before anything is done, so a request whose answer
+// the client cannot take changes nothing. It writes the error itself and reports false.
+func (s *Server) negotiate(c *gin.Context, res *scheme.Resource, a answer) (output, bool) {
+	out, err := negotiateOutput(c, res, a)
+	if err != nil {
+		writeError(c, err)
+		return output{}, false
+	}
+	return out, true
+}
+
 // negotiateOutput picks the first acceptable entry of the Accept header, in the client's
-// order, as Kubernetes does: JSON, YAML, protobuf (for kinds that have a protobuf form), and
-// JSON Tables or PartialObjectMetadata for clients that ask for those views.
-func negotiateOutput(c *gin.Context, res *scheme.Resource) (output, error) {
-	accept := c.GetHeader("Accept")
+// order, as Kubernetes does: JSON, YAML (not for watches: it has no stream form), protobuf
+// (for kinds that have a protobuf form), and JSON Tables or PartialObjectMetadata(List) for
+// clients that ask for those views.
+func negotiateOutput(c *gin.Context, res *scheme.Resource, a answer) (output, error) {
+	out, err := acceptable(c.GetHeader("Accept"), res, a)
+	if err != nil || out.view != viewTable {
+		return out, err
+	}
+	switch inc := metav1.IncludeObjectPolicy(c.Query("includeObject")); inc {
+	case "":
+		out.includeObject = metav1.IncludeMetadata
+	case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
+		out.includeObject = inc
+	default:
+		return output{}, apierror.New(apierror.ErrBadRequest, "includeObject must be one of None, Metadata or Object, not %q", inc)
+	}
+	return out, nil
+}
+
+func acceptable(accept string, res *scheme.Resource, a answer) (output, error) {
 	if strings.TrimSpace(accept) == "" {
 		return output{mediaType: jsonMediaType}, nil
 	}
@@ -71,7 +110,15 @@ func negotiateOutput(c *gin.Context, res *scheme.Resource) (output, error) {
 			switch as {
 			case "Table":
 				v = viewTable
-			case "PartialObjectMetadata", "PartialObjectMetadataList":
+			case "PartialObjectMetadata":
+				if a == answerList {
+					continue
+				}
+				v = viewMetadata
+			case "PartialObjectMetadataList":
+				if a != answerList {
+					continue
+				}
 				v = viewMetadata
 			default:
 				continue
@@ -81,7 +128,7 @@ func negotiateOutput(c *gin.Context, res *scheme.Resource) (output, error) {
 		case jsonMediaType, "application/*", "*/*":
 			return output{mediaType: jsonMediaType, view: v}, nil
 		case yamlMediaType:
-			if v == viewObject {
+			if v == viewObject && a != answerWatch {
 				return output{mediaType: yamlMediaType}, nil
 			}
 		case protobufMediaType:
@@ -90,7 +137,11 @@ func negotiateOutput(c *gin.Context, res *scheme.Resource) (output, error) {
 			}
 		}
 	}
-	return output{}, apierror.New(apierror.ErrNotAcceptable, "only the following media types are accepted: %s", acceptedMediaTypes(res))
+	accepted := acceptedMediaTypes(res)
+	if a == answerWatch {
+		accepted = strings.Replace(accepted, yamlMediaType+", ", "", 1)
+	}
+	return output{}, apierror.New(apierror.ErrNotAcceptable, "only the following media types are accepted: %s", accepted)
 }
 
 // bodyFormat is the media type of a request body, checked against what the resource reads.

@@ -21,6 +21,10 @@ import (
 // strategies.
 
 func (s *Server) get(c *gin.Context, t target) {
+	out, ok := s.negotiate(c, t.res, answerObject)
+	if !ok {
+		return
+	}
 	if _, err := getOptions(c); err != nil {
 		writeError(c, err)
 		return
@@ -30,7 +34,7 @@ func (s *Server) get(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	s.respondStored(c, http.StatusOK, t.res, nil, kv.Value, kv.ModRevision)
+	s.respondStored(c, out, http.StatusOK, t.res, nil, kv.Value, kv.ModRevision)
 }
 
 // selectors turns parsed list options into the registry's, checking the fields named.
@@ -40,6 +44,10 @@ func (s *Server) selectors(t target, opts *internalversion.ListOptions) (registr
 }
 
 func (s *Server) list(c *gin.Context, t target, opts *internalversion.ListOptions) {
+	out, ok := s.negotiate(c, t.res, answerList)
+	if !ok {
+		return
+	}
 	sel, err := s.selectors(t, opts)
 	if err != nil {
 		writeError(c, err)
@@ -61,10 +69,14 @@ func (s *Server) list(c *gin.Context, t target, opts *internalversion.ListOption
 		writeError(c, err)
 		return
 	}
-	s.respond(c, http.StatusOK, t.res, list)
+	s.respond(c, out, http.StatusOK, list)
 }
 
 func (s *Server) create(c *gin.Context, t target) {
+	out, ok := s.negotiate(c, t.res, answerObject)
+	if !ok {
+		return
+	}
 	opts, err := createOptions(c)
 	if err != nil {
 		writeError(c, err)
@@ -80,7 +92,7 @@ func (s *Server) create(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	s.respondWritten(c, http.StatusCreated, t.res, w)
+	s.respondWritten(c, out, http.StatusCreated, t.res, w)
 }
 
 // readObject reads the body of a create or update as an object of the target's kind.
@@ -94,6 +106,10 @@ func readObject(c *gin.Context, t target, directive string) (runtime.Object, err
 
 // update handles PUT on the main endpoint and on status.
 func (s *Server) update(c *gin.Context, t target) {
+	out, ok := s.negotiate(c, t.res, answerObject)
+	if !ok {
+		return
+	}
 	opts, err := updateOptions(c)
 	if err != nil {
 		writeError(c, err)
@@ -122,7 +138,7 @@ func (s *Server) update(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	s.respondWritten(c, http.StatusOK, t.res, w)
+	s.respondWritten(c, out, http.StatusOK, t.res, w)
 }
 
 // checkNamed rejects a body for another object than the URL names.
@@ -140,6 +156,10 @@ func (t target) checkNamed(m metav1.Object, mismatch string) error {
 }
 
 func (s *Server) patch(c *gin.Context, t target) {
+	out, ok := s.negotiate(c, t.res, answerObject)
+	if !ok {
+		return
+	}
 	pt := types.PatchType(mediaType(c.GetHeader("Content-Type")))
 	if err := checkPatchType(t.res, pt); err != nil {
 		writeError(c, err)
@@ -157,13 +177,6 @@ func (s *Server) patch(c *gin.Context, t target) {
 	}
 	directive, dry := fieldValidation(opts.FieldValidation), len(opts.DryRun) > 0
 	ctx := c.Request.Context()
-	if pt == types.ApplyPatchType {
-		// Server-side apply creates what does not exist yet.
-		if _, err := s.reg.Get(ctx, t.key()); errors.Is(err, apierror.ErrNotFound) && t.subresource == "" {
-			s.applyCreate(c, t, data, directive, dry)
-			return
-		}
-	}
 	w, err := s.reg.Update(ctx, t.key(), registry.UpdateOptions{Subresource: t.subresource, DryRun: dry},
 		func(current runtime.Object, kv storage.KV) (runtime.Object, string, error) {
 			// The stored bytes are the current object already; no need to encode what was read.
@@ -197,15 +210,20 @@ func (s *Server) patch(c *gin.Context, t target) {
 			}
 			return obj, precondition, nil
 		})
+	if errors.Is(err, apierror.ErrNotFound) && pt == types.ApplyPatchType && t.subresource == "" {
+		// Server-side apply creates what does not exist (yet, or any more).
+		s.applyCreate(c, out, t, data, directive, dry)
+		return
+	}
 	if err != nil {
 		writeError(c, err)
 		return
 	}
-	s.respondWritten(c, http.StatusOK, t.res, w)
+	s.respondWritten(c, out, http.StatusOK, t.res, w)
 }
 
 // applyCreate creates the object of an apply configuration whose target does not exist.
-func (s *Server) applyCreate(c *gin.Context, t target, data []byte, directive string, dry bool) {
+func (s *Server) applyCreate(c *gin.Context, out output, t target, data []byte, directive string, dry bool) {
 	j, err := yamlToJSON(data)
 	if err != nil {
 		writeError(c, apierror.New(apierror.ErrBadRequest, "the apply configuration is not valid YAML: %v", err))
@@ -230,24 +248,32 @@ func (s *Server) applyCreate(c *gin.Context, t target, data []byte, directive st
 		writeError(c, err)
 		return
 	}
-	s.respondWritten(c, http.StatusCreated, t.res, w)
+	s.respondWritten(c, out, http.StatusCreated, t.res, w)
 }
 
 func (s *Server) delete(c *gin.Context, t target) {
+	out, ok := s.negotiate(c, t.res, answerObject)
+	if !ok {
+		return
+	}
 	opts, err := deleteOptions(c)
 	if err != nil {
 		writeError(c, err)
 		return
 	}
-	out, err := s.reg.Delete(c.Request.Context(), t.key(), opts)
+	deleted, err := s.reg.Delete(c.Request.Context(), t.key(), opts)
 	if err != nil {
 		writeError(c, err)
 		return
 	}
-	s.respond(c, http.StatusOK, t.res, out)
+	s.respond(c, out, http.StatusOK, deleted)
 }
 
 func (s *Server) deleteCollection(c *gin.Context, t target) {
+	out, ok := s.negotiate(c, t.res, answerList)
+	if !ok {
+		return
+	}
 	opts, err := deleteOptions(c)
 	if err != nil {
 		writeError(c, err)
@@ -273,5 +299,5 @@ func (s *Server) deleteCollection(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	s.respond(c, http.StatusOK, t.res, list)
+	s.respond(c, out, http.StatusOK, list)
 }

@@ -129,6 +129,10 @@ func (s *Server) Start(ctx context.Context) error { return s.reg.Start(ctx) }
 func (s *Server) recoverer(c *gin.Context) {
 	defer func() {
 		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				// A proxied stream whose client went away: net/http ends the connection.
+				panic(r)
+			}
 			s.log.Error("panic serving request", "path", c.Request.URL.Path, "panic", r)
 			writeError(c, apierror.New(apierror.ErrInternal, "internal error"))
 		}

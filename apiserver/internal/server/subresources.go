@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,6 +35,11 @@ func created(c *gin.Context) {
 
 // bind assigns a pod to a node (POST pods/<name>/binding), once.
 func (s *Server) bind(c *gin.Context, t target) {
+	opts, err := createOptions(c)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
 	data, err := readBody(c)
 	if err != nil {
 		writeError(c, err)
@@ -56,7 +62,7 @@ func (s *Server) bind(c *gin.Context, t target) {
 		writeError(c, apierror.Invalid("", "Binding", t.name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})}))
 		return
 	}
-	_, err = s.reg.Update(c.Request.Context(), t.key(), registry.UpdateOptions{Subresource: "binding"},
+	_, err = s.reg.Update(c.Request.Context(), t.key(), registry.UpdateOptions{Subresource: "binding", DryRun: len(opts.DryRun) > 0},
 		func(current runtime.Object, _ storage.KV) (runtime.Object, string, error) {
 			pod := current.(*corev1.Pod)
 			if b.UID != "" && b.UID != pod.UID {
@@ -94,6 +100,11 @@ func setPodScheduled(pod *corev1.Pod, now time.Time) {
 // evict deletes a pod through the Eviction API (POST pods/<name>/eviction), as kubectl drain
 // does. No PodDisruptionBudgets are served, so every eviction is allowed.
 func (s *Server) evict(c *gin.Context, t target) {
+	opts, err := createOptions(c)
+	if err != nil {
+		writeError(c, err)
+		return
+	}
 	data, err := readBody(c)
 	if err != nil {
 		writeError(c, err)
@@ -108,7 +119,20 @@ func (s *Server) evict(c *gin.Context, t target) {
 		writeError(c, apierror.New(apierror.ErrBadRequest, "name in URL does not match name in Eviction object"))
 		return
 	}
-	if _, err := s.reg.Delete(c.Request.Context(), t.key(), ev.DeleteOptions); err != nil {
+	del := ev.DeleteOptions
+	if del == nil {
+		del = &metav1.DeleteOptions{}
+	}
+	// A dry run asked for on the request applies to the deletion, as in Kubernetes; the two
+	// may not disagree.
+	if len(opts.DryRun) > 0 {
+		if len(del.DryRun) > 0 && !slices.Equal(del.DryRun, opts.DryRun) {
+			writeError(c, apierror.New(apierror.ErrBadRequest, "the dryRun of the request (%v) and of the Eviction's deleteOptions (%v) differ", opts.DryRun, del.DryRun))
+			return
+		}
+		del.DryRun = opts.DryRun
+	}
+	if _, err := s.reg.Delete(c.Request.Context(), t.key(), del); err != nil {
 		writeError(c, err)
 		return
 	}
@@ -169,6 +193,10 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 	switch c.Request.Method {
 	case http.MethodGet:
 		*verb = "get"
+		out, ok := s.negotiate(c, scaleResource, answerObject)
+		if !ok {
+			return
+		}
 		obj, _, err := s.reg.Read(ctx, main.key())
 		if err != nil {
 			writeError(c, err)
@@ -179,10 +207,15 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 			writeError(c, err)
 			return
 		}
-		s.respond(c, http.StatusOK, scaleResource, sc)
+		s.respond(c, out, http.StatusOK, sc)
 	case http.MethodPut, http.MethodPatch:
 		*verb = "update"
+		out, ok := s.negotiate(c, scaleResource, answerObject)
+		if !ok {
+			return
+		}
 		var body []byte
+		var dry []string
 		var err error
 		pt := types.PatchType(mediaType(c.GetHeader("Content-Type")))
 		if c.Request.Method == http.MethodPatch {
@@ -191,15 +224,23 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 				writeError(c, err)
 				return
 			}
-			body, err = readLimited(c)
+			var opts *metav1.PatchOptions
+			if opts, err = patchOptions(c, pt); err == nil {
+				dry = opts.DryRun
+				body, err = readLimited(c)
+			}
 		} else {
-			body, err = readBody(c)
+			var opts *metav1.UpdateOptions
+			if opts, err = updateOptions(c); err == nil {
+				dry = opts.DryRun
+				body, err = readBody(c)
+			}
 		}
 		if err != nil {
 			writeError(c, err)
 			return
 		}
-		w, err := s.reg.Update(ctx, main.key(), registry.UpdateOptions{}, func(current runtime.Object, kv storage.KV) (runtime.Object, string, error) {
+		w, err := s.reg.Update(ctx, main.key(), registry.UpdateOptions{DryRun: len(dry) > 0}, func(current runtime.Object, kv storage.KV) (runtime.Object, string, error) {
 			cur, err := scaleOf(current)
 			if err != nil {
 				return nil, "", err
@@ -238,7 +279,7 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 			writeError(c, err)
 			return
 		}
-		s.respond(c, http.StatusOK, scaleResource, sc)
+		s.respond(c, out, http.StatusOK, sc)
 	default:
 		s.methodNotAllowed(c, c.Request.Method, t)
 	}

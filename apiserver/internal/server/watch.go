@@ -42,7 +42,6 @@ type watchStream struct {
 	s   *Server
 	res *scheme.Resource
 	out output
-	inc string
 }
 
 func (w *watchStream) send(typ watch.EventType, obj runtime.Object) error {
@@ -51,7 +50,7 @@ func (w *watchStream) send(typ watch.EventType, obj runtime.Object) error {
 		// Errors carry a Status; a Table watch's bookmarks carry the object itself.
 		view.view = viewObject
 	}
-	data, err := w.s.encode(view, obj, w.inc)
+	data, err := w.s.encode(view, obj)
 	if err != nil {
 		return err
 	}
@@ -139,6 +138,9 @@ func (s *Server) notOlderThan(ctx context.Context, rev int64) error {
 // latest, which must not be older than the resourceVersion given.
 func (s *Server) listRevision(ctx context.Context, opts *internalversion.ListOptions) (int64, error) {
 	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return 0, apierror.New(apierror.ErrBadRequest, "specifying resource version is not allowed when using continue")
+		}
 		return 0, nil
 	}
 	rv, err := parseRV(opts.ResourceVersion)
@@ -164,9 +166,8 @@ func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptio
 		writeError(c, err)
 		return
 	}
-	out, err := negotiateOutput(c, t.res)
-	if err != nil {
-		writeError(c, err)
+	out, ok := s.negotiate(c, t.res, answerWatch)
+	if !ok {
 		return
 	}
 	rv, err := parseRV(opts.ResourceVersion)
@@ -174,8 +175,10 @@ func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptio
 		writeError(c, err)
 		return
 	}
+	// No timeout (or one that is not positive) gets the server's: 30 to 60 minutes, spread so
+	// that clients do not all come back at once.
 	timeout := time.Duration(30+rand.IntN(30)) * time.Minute
-	if opts.TimeoutSeconds != nil {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
@@ -215,7 +218,7 @@ func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptio
 	c.Status(http.StatusOK)
 	c.Writer.WriteHeaderNow()
 	c.Writer.Flush()
-	w := &watchStream{c: c, s: s, res: t.res, out: out, inc: c.DefaultQuery("includeObject", string(metav1.IncludeMetadata))}
+	w := &watchStream{c: c, s: s, res: t.res, out: out}
 	for _, obj := range initial {
 		if w.send(watch.Added, obj) != nil {
 			return
