@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	utilexec "k8s.io/utils/exec"
 )
 
 func TestParseCpArgs(t *testing.T) {
@@ -320,5 +322,76 @@ func rewriteNames(t *testing.T, in io.Reader, out io.Writer, rename func(string)
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// --retries: a stream that breaks is started again from the byte it reached, with kubectl's
+// line; the command's own failure (an exit status) is not retried, nor is a copy past its
+// retries.
+func TestTarReaderRetries(t *testing.T) {
+	data := []byte("0123456789abcdefghij")
+	broken := errors.New("connection reset")
+	tests := []struct {
+		name       string
+		maxRetries int
+		// cut is how many bytes each run delivers before failing (the last run: all).
+		cuts    []int
+		fail    error
+		wantOut string
+		wantErr error
+	}{
+		{name: "resumed twice", maxRetries: 3, cuts: []int{5, 7}, fail: broken,
+			wantOut: "Resuming copy at 5 bytes, retry 1/3\nResuming copy at 12 bytes, retry 2/3\n"},
+		{name: "unlimited", maxRetries: -1, cuts: []int{1, 1, 1}, fail: broken,
+			wantOut: "Resuming copy at 1 bytes, retry 1/-1\nResuming copy at 2 bytes, retry 2/-1\nResuming copy at 3 bytes, retry 3/-1\n"},
+		{name: "out of retries", maxRetries: 1, cuts: []int{5, 5}, fail: broken,
+			wantOut: "Resuming copy at 5 bytes, retry 1/1\nDropping out copy after 1 retries\n", wantErr: broken},
+		{name: "no retries", maxRetries: 0, cuts: []int{5}, fail: broken, wantErr: broken},
+		{name: "exit status is final", maxRetries: 3, cuts: []int{5}, fail: utilexec.CodeExitError{Err: errors.New("exit 2"), Code: 2},
+			wantErr: utilexec.CodeExitError{Err: errors.New("exit 2"), Code: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var offsets []int64
+			run := 0
+			start := func(offset int64, w io.Writer) error {
+				offsets = append(offsets, offset)
+				defer func() { run++ }()
+				rest := data[offset:]
+				if run < len(tt.cuts) && tt.cuts[run] < len(rest) {
+					if _, err := w.Write(rest[:tt.cuts[run]]); err != nil {
+						return err
+					}
+					return tt.fail
+				}
+				_, err := w.Write(rest)
+				return err
+			}
+			var out bytes.Buffer
+			r := startTarReader(start, tt.maxRetries, &out)
+			defer r.close()
+			got, err := io.ReadAll(r)
+			if tt.wantErr != nil {
+				if err == nil || err.Error() != tt.wantErr.Error() {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+			} else if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read %q, %v; want %q", got, err, data)
+			}
+			if out.String() != tt.wantOut {
+				t.Errorf("printed %q, want %q", out.String(), tt.wantOut)
+			}
+			var want []int64
+			var at int64
+			for i := 0; i < len(offsets); i++ {
+				want = append(want, at)
+				if i < len(tt.cuts) {
+					at += int64(tt.cuts[i])
+				}
+			}
+			if diff := cmp.Diff(want, offsets); diff != "" {
+				t.Errorf("start offsets (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
