@@ -50,31 +50,19 @@ func TestExecAttachCpPortForward(t *testing.T) {
 	})
 	ks := []kubectl{n.kubectlReal, n.kubectl}
 
-	t.Run("exec", func(t *testing.T) {
-		for _, k := range ks {
-			t.Run(k.name, func(t *testing.T) { testExec(t, n, k) })
-		}
-	})
-	t.Run("exec -it under a terminal", func(t *testing.T) {
-		for _, k := range ks {
-			t.Run(k.name, func(t *testing.T) { testExecTTY(t, n, k) })
-		}
-	})
-	t.Run("attach", func(t *testing.T) {
-		for _, k := range ks {
-			t.Run(k.name, func(t *testing.T) { testAttach(t, n, k) })
-		}
-	})
-	t.Run("cp", func(t *testing.T) {
-		for _, k := range ks {
-			t.Run(k.name, func(t *testing.T) { testCp(t, n, k) })
-		}
-	})
-	t.Run("port-forward", func(t *testing.T) {
-		for _, k := range ks {
-			t.Run(k.name, func(t *testing.T) { testPortForward(t, n, k) })
-		}
-	})
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T, *testNode, kubectl)
+	}{
+		{"exec", testExec}, {"exec -it under a terminal", testExecTTY}, {"attach", testAttach},
+		{"cp", testCp}, {"port-forward", testPortForward},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			for _, k := range ks {
+				t.Run(k.name, func(t *testing.T) { step.run(t, n, k) })
+			}
+		})
+	}
 }
 
 func testExec(t *testing.T, n *testNode, k kubectl) {
@@ -123,21 +111,21 @@ func testExec(t *testing.T, n *testNode, k kubectl) {
 		t.Errorf("%s kubectl exec of exit 3: want exit 3 with kubectl's line, got exit %d:\n%s", k.name, code, r)
 	}
 
-	r = k.run(t, append(ns, "exec", "tools", "-c", "nope", "--", "true")...)
-	if exitCode(r) != 1 || !strings.Contains(r.stderr, "container nope is not valid for pod tools") {
-		t.Errorf("%s kubectl exec into an unknown container: want exit 1 and the apiserver's 400:\n%s", k.name, r)
-	}
-	r = k.run(t, append(ns, "exec", "done", "--", "true")...)
-	if exitCode(r) != 1 || !strings.Contains(r.stderr, "current phase is Succeeded") {
-		t.Errorf("%s kubectl exec into a Succeeded pod: want exit 1 naming the phase:\n%s", k.name, r)
-	}
-	r = k.run(t, append(ns, "exec", "waiting", "--", "true")...)
-	if exitCode(r) != 1 || !strings.Contains(r.stderr, "container main in pod waiting is not running; the pod's phase is Pending") {
-		t.Errorf("%s kubectl exec into a Pending pod: want exit 1 and the apiserver's 400 naming the phase:\n%s", k.name, r)
-	}
-	r = k.run(t, append(ns, "exec", "absent", "--", "true")...)
-	if exitCode(r) != 1 || !strings.Contains(r.stderr, `pods "absent" not found`) {
-		t.Errorf("%s kubectl exec into a pod that does not exist:\n%s", k.name, r)
+	// Refusals, each naming what is wrong: the apiserver's 400s and kubectl's own checks.
+	for _, c := range []struct{ pod, container, want string }{
+		{"tools", "nope", "container nope is not valid for pod tools"},
+		{"done", "", "cannot exec into a container in a completed pod; current phase is Succeeded"},
+		{"waiting", "", "container main in pod waiting is not running; the pod's phase is Pending"},
+		{"absent", "", `pods "absent" not found`},
+	} {
+		args := []string{"-n", n.ns, "exec", c.pod}
+		if c.container != "" {
+			args = append(args, "-c", c.container)
+		}
+		r = k.run(t, append(args, "--", "true")...)
+		if exitCode(r) != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s kubectl exec into %s: want exit 1 and %q:\n%s", k.name, c.pod, c.want, r)
+		}
 	}
 }
 
@@ -155,7 +143,7 @@ func testExecTTY(t *testing.T, n *testNode, k kubectl) {
 	s.send(t, "stty size\r")
 	s.waitFor(t, "the terminal's size 33 111", regexp.MustCompile(`\r\n33 111\r\n`))
 	// A resize sends SIGWINCH to kubectl, which tells the container.
-	s.resize(t, 40, 120)
+	setWinsize(t, s.master, 40, 120)
 	s.untilSeen(t, "the new size 40 120 after SIGWINCH", "stty size\r", regexp.MustCompile(`\r\n40 120\r\n`))
 	s.send(t, "exit 5\r")
 	err := s.wait(t)
@@ -189,20 +177,7 @@ func testAttach(t *testing.T, n *testNode, k kubectl) {
 		t.Errorf("%s kubectl attach -it left the terminal in raw mode", k.name)
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out, errOut lockedBuffer
-	cmd := k.command(ctx, "-n", n.ns, "attach", "-i", "console")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &session{cmd: cmd, out: &out, name: k.name}
-	p.watch()
+	p, errOut, stdin := startSession(t, k, true, "-n", n.ns, "attach", "-i", "console")
 	if _, err := io.WriteString(stdin, "echo piped-"+marker+"-$((6*7))\n"); err != nil {
 		t.Fatalf("write to %s kubectl attach -i: %v", k.name, err)
 	}
@@ -294,8 +269,8 @@ func testCp(t *testing.T, n *testNode, k kubectl) {
 		}
 		// The real kubectl writes what it receives with the default mode; ours keeps the
 		// archive's, as tar does.
-		if fi, err := os.Stat(filepath.Join(backTree, rel)); k.name == "ours" && (err != nil || fi.Mode().Perm() != f.mode) {
-			t.Errorf("ours: %s came back with mode %v (err %v), want %v", rel, fi.Mode().Perm(), err, f.mode)
+		if fi, err := os.Stat(filepath.Join(backTree, rel)); k.name == "ours" && err == nil && fi.Mode().Perm() != f.mode {
+			t.Errorf("ours: %s came back with mode %v, want %v", rel, fi.Mode().Perm(), f.mode)
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(backTree, "empty")); err != nil || !fi.IsDir() {
@@ -325,25 +300,16 @@ func testPortForward(t *testing.T, n *testNode, k kubectl) {
 		t.Fatal(err)
 	}
 	local := strconv.Itoa(ports[0])
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out, errOut lockedBuffer
-	cmd := k.command(ctx, "-n", n.ns, "port-forward", "pod/tools", local+":8080", ":9000")
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &session{cmd: cmd, out: &out, name: k.name}
-	s.watch()
+	s, errOut, _ := startSession(t, k, false, "-n", n.ns, "port-forward", "pod/tools", local+":8080", ":9000")
 	defer func() {
 		if t.Failed() {
-			t.Logf("%s kubectl port-forward stdout:\n%s\nstderr:\n%s", k.name, out.String(), errOut.String())
+			t.Logf("%s kubectl port-forward stdout:\n%s\nstderr:\n%s", k.name, s.out.String(), errOut.String())
 		}
 	}()
 	s.waitFor(t, "the forward of "+local, regexp.MustCompile(`Forwarding from 127\.0\.0\.1:`+local+` -> 8080\n`))
 	echoRe := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 9000\n`)
 	s.waitFor(t, "the forward of a random port", echoRe)
-	echoPort := echoRe.FindStringSubmatch(out.String())[1]
+	echoPort := echoRe.FindStringSubmatch(s.out.String())[1]
 
 	client := &http.Client{Timeout: 2 * time.Minute}
 	resp, err := client.Get("http://127.0.0.1:" + local + "/big")
@@ -366,7 +332,7 @@ func testPortForward(t *testing.T, n *testNode, k kubectl) {
 	s.waitFor(t, "kubectl's line for the connection", regexp.MustCompile(`Handling connection for `+local+`\n`))
 
 	// An interrupt ends the forwarding cleanly.
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.wait(t); err != nil {
@@ -375,30 +341,21 @@ func testPortForward(t *testing.T, n *testNode, k kubectl) {
 
 	// A Service's named port forwards to its target port on the pod it selects; one
 	// address given, one listener.
-	ctx, cancel = context.WithCancel(t.Context())
-	defer cancel()
-	var svcOut, svcErr lockedBuffer
-	cmd = k.command(ctx, "-n", n.ns, "port-forward", "--address", "127.0.0.1", "svc/tools", ":echo")
-	cmd.Stdout, cmd.Stderr = &svcOut, &svcErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s = &session{cmd: cmd, out: &svcOut, name: k.name}
-	s.watch()
-	s.waitFor(t, "the forward to the service's target port", echoRe)
+	svc, svcErr, _ := startSession(t, k, false, "-n", n.ns, "port-forward", "--address", "127.0.0.1", "svc/tools", ":echo")
+	svc.waitFor(t, "the forward to the service's target port", echoRe)
 	sent = randomBytes(t, 1<<20)
-	got, err = echo(t, "127.0.0.1:"+echoRe.FindStringSubmatch(svcOut.String())[1], sent)
+	got, err = echo(t, "127.0.0.1:"+echoRe.FindStringSubmatch(svc.out.String())[1], sent)
 	if err != nil || !bytes.Equal(got, sent) {
 		t.Errorf("%s kubectl port-forward svc/tools: echo of %d bytes came back as %d bytes (err %v)", k.name, len(sent), len(got), err)
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := svc.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.wait(t); err != nil {
+	if err := svc.wait(t); err != nil {
 		t.Errorf("%s kubectl port-forward svc/tools after an interrupt: %v, want exit 0\nstderr:\n%s", k.name, err, svcErr.String())
 	}
-	if strings.Contains(svcOut.String(), "[::1]") {
-		t.Errorf("%s kubectl port-forward --address 127.0.0.1 listened on ::1 too:\n%s", k.name, svcOut.String())
+	if strings.Contains(svc.out.String(), "[::1]") {
+		t.Errorf("%s kubectl port-forward --address 127.0.0.1 listened on ::1 too:\n%s", k.name, svc.out.String())
 	}
 
 	r := k.run(t, "-n", n.ns, "port-forward", "done", "8080")
@@ -441,44 +398,37 @@ func randomBytes(t *testing.T, n int) []byte {
 }
 
 // runWithStdin is kubectl.run with stdin.
-func runWithStdin(t *testing.T, k kubectl, stdin []byte, args ...string) result {
+func runWithStdin(t *testing.T, k kubectl, in []byte, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	cmd := k.command(ctx, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errOut
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s kubectl %s: no answer within %s\nstderr:\n%s", k.name, strings.Join(args, " "), commandTimeout, errOut.String())
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("%s kubectl %s: %v", k.name, strings.Join(args, " "), err)
-	}
-	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+	s, errOut, stdin := startSession(t, k, true, args...)
+	go func() {
+		_, _ = stdin.Write(in)
+		stdin.Close()
+	}()
+	err := s.wait(t)
+	return result{stdout: s.out.String(), stderr: errOut.String(), err: err}
 }
 
+// exitCode is the exit status of a run (run fails the test on any other error).
 func exitCode(r result) int {
 	var exit *exec.ExitError
 	if errors.As(r.err, &exit) {
 		return exit.ExitCode()
-	}
-	if r.err != nil {
-		return -1
 	}
 	return 0
 }
 
 // session is a kubectl that runs while the test watches its output.
 type session struct {
-	name   string
-	cmd    *exec.Cmd
-	out    *lockedBuffer
-	done   chan struct{}
-	err    error
-	master *os.File // the terminal's controlling side, for sessions in one
-	slave  *os.File
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+	err  error
+	// For sessions in a terminal: its master end, its path, and closed once all output is read.
+	master  *os.File
+	pts     string
+	drained chan struct{}
 }
 
 func (s *session) watch() {
@@ -501,38 +451,30 @@ func (s *session) exited() bool {
 // waitFor waits until the output matches re; kubectl exiting first fails the test.
 func (s *session) waitFor(t *testing.T, what string, re *regexp.Regexp) {
 	t.Helper()
-	deadline := time.Now().Add(streamWait)
-	for !re.MatchString(s.out.String()) {
-		if s.exited() && !re.MatchString(s.out.String()) {
-			t.Fatalf("%s kubectl exited (%v) before showing %s; output:\n%q", s.name, s.err, what, s.out.String())
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s kubectl did not show %s within %s; output:\n%q", s.name, what, streamWait, s.out.String())
-		}
-		sleep(t, 100*time.Millisecond)
-	}
+	s.untilSeen(t, what, "", re)
 }
 
-// untilSeen types input every two seconds until the output after the first try matches
-// re, for effects that take an unknown time to arrive (a resize, a first prompt).
+// untilSeen types input (if any) every two seconds until the output since the first try
+// matches re, for effects that take an unknown time to arrive (a resize, a first prompt).
 func (s *session) untilSeen(t *testing.T, what, input string, re *regexp.Regexp) {
 	t.Helper()
-	from := len(s.out.String())
+	from := 0
+	if input != "" {
+		from = len(s.out.String())
+	}
 	deadline := time.Now().Add(streamWait)
-	for {
-		s.send(t, input)
-		next := time.Now().Add(2 * time.Second)
-		for time.Now().Before(next) {
-			if re.MatchString(s.out.String()[from:]) {
-				return
-			}
-			if s.exited() {
-				t.Fatalf("%s kubectl exited (%v) before showing %s; output:\n%q", s.name, s.err, what, s.out.String())
-			}
-			sleep(t, 100*time.Millisecond)
+	for retype := time.Now(); ; sleep(t, 100*time.Millisecond) {
+		if input != "" && !time.Now().Before(retype) {
+			s.send(t, input)
+			retype = time.Now().Add(2 * time.Second)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s kubectl did not show %s within %s; output:\n%q", s.name, what, streamWait, s.out.String())
+		switch out := s.out.String(); {
+		case re.MatchString(out[from:]):
+			return
+		case s.exited():
+			t.Fatalf("%s kubectl exited (%v) before showing %s; output:\n%q", s.name, s.err, what, out)
+		case time.Now().After(deadline):
+			t.Fatalf("%s kubectl did not show %s within %s; output:\n%q", s.name, what, streamWait, out)
 		}
 	}
 }
@@ -544,18 +486,26 @@ func (s *session) send(t *testing.T, input string) {
 	}
 }
 
-// wait waits for kubectl to exit and returns how.
+// wait waits for kubectl to exit, and for the last of its output, and returns how it
+// ended.
 func (s *session) wait(t *testing.T) error {
 	t.Helper()
+	deadline := time.After(streamWait)
 	select {
 	case <-s.done:
-		return s.err
-	case <-time.After(streamWait):
+	case <-deadline:
 		_ = s.cmd.Process.Kill()
 		<-s.done
 		t.Fatalf("%s kubectl did not exit within %s; output:\n%q", s.name, streamWait, s.out.String())
-		return nil
 	}
+	if s.drained != nil {
+		select {
+		case <-s.drained:
+		case <-deadline:
+			t.Fatalf("%s kubectl's terminal still open %s after it exited", s.name, streamWait)
+		}
+	}
+	return s.err
 }
 
 // stop ends kubectl with SIGTERM, as a user's kill would.
@@ -567,12 +517,39 @@ func (s *session) stop(t *testing.T) {
 	_ = s.wait(t)
 }
 
+// startSession starts kubectl with its output watched and, when asked, a pipe to its stdin.
+func startSession(t *testing.T, k kubectl, withStdin bool, args ...string) (s *session, errOut *lockedBuffer, stdin io.WriteCloser) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	s = &session{name: k.name, cmd: k.command(ctx, args...), out: &lockedBuffer{}}
+	errOut = &lockedBuffer{}
+	s.cmd.Stdout, s.cmd.Stderr = s.out, errOut
+	if withStdin {
+		var err error
+		if stdin, err = s.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.watch()
+	return s, errOut, stdin
+}
+
 // startInTerminal starts kubectl in a new pseudo-terminal of rows x cols, as its session
-// leader with the terminal as its controlling one (so a resize signals it).
+// leader with the terminal as its controlling one (so a resize signals it). kubectl holds
+// the terminal's only open end, so its output is all read once it has exited.
 func startInTerminal(t *testing.T, k kubectl, rows, cols uint16, args ...string) *session {
 	t.Helper()
-	master, slave := openPTY(t)
+	master, pts := openPTY(t)
 	setWinsize(t, master, rows, cols)
+	slave, err := os.OpenFile(pts, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the pty's terminal: %v", err)
+	}
+	defer slave.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	cmd := k.command(ctx, args...)
@@ -581,15 +558,19 @@ func startInTerminal(t *testing.T, k kubectl, rows, cols uint16, args ...string)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &session{name: k.name, cmd: cmd, out: &lockedBuffer{}, master: master, slave: slave}
+	s := &session{name: k.name, cmd: cmd, out: &lockedBuffer{}, master: master, pts: pts, drained: make(chan struct{})}
 	s.watch()
-	go func() { _, _ = io.Copy(s.out, master) }()
+	// Reading the master fails (EIO) once no one has the terminal open.
+	go func() {
+		_, _ = io.Copy(s.out, master)
+		close(s.drained)
+	}()
 	return s
 }
 
-// openPTY opens a pseudo-terminal pair with the kernel's interface (posix_openpt, unlockpt,
-// ptsname); both ends close at cleanup.
-func openPTY(t *testing.T) (master, slave *os.File) {
+// openPTY opens a pseudo-terminal with the kernel's interface (posix_openpt, unlockpt,
+// ptsname): the master end, closed at cleanup, and the terminal's path.
+func openPTY(t *testing.T) (master *os.File, pts string) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -604,12 +585,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	if err := ioctl(master, syscall.TIOCGPTN, uintptr(unsafe.Pointer(&num))); err != nil {
 		t.Fatalf("pty number: %v", err)
 	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(int(num)), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open the pty's terminal: %v", err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	return master, slave
+	return master, "/dev/pts/" + strconv.Itoa(int(num))
 }
 
 func setWinsize(t *testing.T, f *os.File, rows, cols uint16) {
@@ -620,19 +596,17 @@ func setWinsize(t *testing.T, f *os.File, rows, cols uint16) {
 	}
 }
 
-// resize changes the terminal's size; the kernel signals SIGWINCH to its foreground
-// process group, kubectl's.
-func (s *session) resize(t *testing.T, rows, cols uint16) {
-	t.Helper()
-	setWinsize(t, s.master, rows, cols)
-}
-
 // canonical reports whether the terminal is in canonical (line) mode, as before kubectl
 // made it raw.
 func (s *session) canonical(t *testing.T) bool {
 	t.Helper()
+	f, err := os.OpenFile(s.pts, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the pty's terminal: %v", err)
+	}
+	defer f.Close()
 	var tio syscall.Termios
-	if err := ioctl(s.slave, syscall.TCGETS, uintptr(unsafe.Pointer(&tio))); err != nil {
+	if err := ioctl(f, syscall.TCGETS, uintptr(unsafe.Pointer(&tio))); err != nil {
 		t.Fatalf("read the terminal's mode: %v", err)
 	}
 	return tio.Lflag&syscall.ICANON != 0
