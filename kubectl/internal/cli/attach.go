@@ -99,7 +99,7 @@ func (o *options) attach(ctx context.Context, commandPath string, ref podRef, f 
 		return err
 	}
 	if !f.quiet && s.in != nil && s.tty {
-		fmt.Fprintf(o.Out, "Session ended, resume using '%s %s -c %s -n %s -i -t' command\n", commandPath, pod.Name, c.Name, pod.Namespace)
+		fmt.Fprintln(o.Out, reattachMessage(commandPath, pod, c.Name))
 	}
 	return nil
 }
@@ -121,4 +121,14 @@ func (o *options) attachContainer(pod *corev1.Pod, name string, quiet bool) (*co
 		fmt.Fprintln(o.ErrOut, notice)
 	}
 	return c, nil
+}
+
+// reattachMessage is kubectl v1.32's line after an interactive session ends.
+func reattachMessage(commandPath string, pod *corev1.Pod, container string) string {
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == container {
+			return fmt.Sprintf("Session ended, the ephemeral container will not be restarted but may be reattached using '%s %s -c %s -i -t' if it is still running", commandPath, pod.Name, container)
+		}
+	}
+	return fmt.Sprintf("Session ended, resume using '%s %s -c %s -i -t' command when the pod is running", commandPath, pod.Name, container)
 }

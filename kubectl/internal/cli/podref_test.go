@@ -146,3 +146,18 @@ func TestPodSelector(t *testing.T) {
 		})
 	}
 }
+
+func TestReattachMessage(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{
+		Containers:          []corev1.Container{{Name: "app"}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}},
+	}}
+	if got, want := reattachMessage("kubectl attach", pod, "app"),
+		"Session ended, resume using 'kubectl attach web -c app -i -t' command when the pod is running"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := reattachMessage("kubectl attach", pod, "debug"),
+		"Session ended, the ephemeral container will not be restarted but may be reattached using 'kubectl attach web -c debug -i -t' if it is still running"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
