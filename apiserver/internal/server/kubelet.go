@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
@@ -82,12 +84,7 @@ func (s *Server) podLog(c *gin.Context, t target) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		kind := apierror.ErrBadRequest
-		if resp.StatusCode == http.StatusNotFound {
-			kind = apierror.ErrNotFound
-		}
-		writeError(c, apierror.New(kind, "%s", strings.TrimSpace(string(msg))))
+		writeError(c, kubeletError(resp))
 		return
 	}
 	c.Header("Content-Type", "text/plain")
@@ -135,3 +132,26 @@ func (s *Server) kubeletURL(ctx context.Context, node string) (*url.URL, error) 
 
 // DefaultKubeletTimeout bounds dialing a kubelet; streams themselves are unbounded.
 const DefaultKubeletTimeout = 5 * time.Second
+
+// kubeletError turns a kubelet's refusal (plain text, as kubelets write it) into the API error
+// the client gets: a Status with the kubelet's message.
+func kubeletError(resp *http.Response) error {
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	text := strings.TrimSpace(string(msg))
+	if mediaType(resp.Header.Get("Content-Type")) == jsonMediaType {
+		var st metav1.Status
+		if json.Unmarshal(msg, &st) == nil && st.Kind == "Status" {
+			return apierror.FromStatus(&st)
+		}
+	}
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return apierror.New(apierror.ErrNotFound, "%s", text)
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return apierror.New(apierror.ErrUnavailable, "the kubelet refused the apiserver's credentials: %s", text)
+	}
+	if resp.StatusCode >= 500 {
+		return apierror.New(apierror.ErrUnavailable, "%s", text)
+	}
+	return apierror.New(apierror.ErrBadRequest, "%s", text)
+}

@@ -3,10 +3,8 @@ package server
 import (
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -26,22 +24,12 @@ func TestPodLogProxy(t *testing.T) {
 		_, _ = io.WriteString(w, "line 1\nline 2\n")
 	}))
 	defer kubelet.Close()
-	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(kubelet.URL, "https://"))
-	port, _ := strconv.Atoi(portStr)
-
 	h := newHarnessWith(t, func(c *Config) {
 		c.Kubelet = &KubeletClient{HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, Token: "kubelet-token"}
 	})
 	ns := h.namespace()
 	node := "logs-" + registry.RandomSuffix()
-	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", map[string]any{
-		"metadata": map[string]any{"name": node},
-		"status": map[string]any{
-			"addresses":       []any{map[string]any{"type": "InternalIP", "address": "127.0.0.1"}},
-			"daemonEndpoints": map[string]any{"kubeletEndpoint": map[string]any{"Port": port}},
-		},
-	}, nil)
-	defer h.mustDo(http.StatusOK, "DELETE", "/api/v1/nodes/"+node, "", nil, nil)
+	h.registerNode(node, strings.TrimPrefix(kubelet.URL, "https://"))
 	pod := podManifest("p", nil)
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/pods", "", pod, nil)
 

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -87,6 +91,24 @@ func (s *Server) podStream(c *gin.Context, t target) {
 			pr.Out.Header.Set("Authorization", "Bearer "+s.cfg.Kubelet.Token)
 		},
 		Transport: s.cfg.Kubelet.HTTP.Transport,
+		// A refusal before the upgrade becomes a Status, which kubectl prints; the kubelet
+		// writes plain text.
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode < 400 {
+				return nil
+			}
+			st := apierror.ToStatus(kubeletError(resp))
+			_ = resp.Body.Close()
+			body, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			resp.StatusCode = int(st.Code)
+			resp.Header = http.Header{"Content-Type": {jsonMediaType}, "Content-Length": {strconv.Itoa(len(body))}}
+			resp.ContentLength = int64(len(body))
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(c, apierror.New(apierror.ErrUnavailable, "cannot reach the kubelet of node %s: %v", node, err))
 		},
