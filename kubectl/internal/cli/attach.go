@@ -3,21 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/remotecommand"
 )
 
-type attachFlags struct {
-	container         string
-	stdin, tty, quiet bool
-	podRunningTimeout time.Duration
-}
-
 func newAttach(o *options) *cobra.Command {
-	var f attachFlags
+	var f sessionFlags
 	cmd := &cobra.Command{
 		Use:   "attach (POD | TYPE/NAME) -c CONTAINER",
 		Short: "Attach to a running container",
@@ -32,12 +25,7 @@ func newAttach(o *options) *cobra.Command {
 			return o.attach(cmd.Context(), cmd.CommandPath(), ref, f)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&f.container, "container", "c", "", "Container name. If omitted, use the kubectl.kubernetes.io/default-container annotation for selecting the container to be attached or the first container in the pod will be chosen")
-	fl.BoolVarP(&f.stdin, "stdin", "i", false, "Pass stdin to the container")
-	fl.BoolVarP(&f.tty, "tty", "t", false, "Stdin is a TTY")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "Only print output from the remote session")
-	fl.DurationVar(&f.podRunningTimeout, "pod-running-timeout", defaultPodRunningTimeout, "The length of time (like 5s, 2m, or 3h, higher than zero) to wait until at least one pod is running")
+	f.bind(cmd.Flags())
 	return cmd
 }
 
@@ -54,7 +42,7 @@ func parseAttachArgs(args []string) (podRef, error) {
 	return podRef{}, fmt.Errorf("expected POD, TYPE/NAME, or TYPE NAME, (at most 2 arguments) saw %d: %v", len(args), args)
 }
 
-func (o *options) attach(ctx context.Context, commandPath string, ref podRef, f attachFlags) error {
+func (o *options) attach(ctx context.Context, commandPath string, ref podRef, f sessionFlags) error {
 	cl, cfg, err := o.streamClients()
 	if err != nil {
 		return err

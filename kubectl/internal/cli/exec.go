@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
@@ -21,14 +22,23 @@ const defaultPodRunningTimeout = 60 * time.Second
 // errExecWithoutDash is kubectl's answer to the old "exec POD COMMAND" form.
 var errExecWithoutDash = errors.New("exec [POD] [COMMAND] is not supported anymore. Use exec [POD] -- [COMMAND] instead")
 
-type execFlags struct {
+// sessionFlags are the flags exec and attach share, with kubectl's names and help.
+type sessionFlags struct {
 	container         string
 	stdin, tty, quiet bool
 	podRunningTimeout time.Duration
 }
 
+func (f *sessionFlags) bind(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.container, "container", "c", "", "Container name. If omitted, use the kubectl.kubernetes.io/default-container annotation for selecting the container to be attached or the first container in the pod will be chosen")
+	fl.BoolVarP(&f.stdin, "stdin", "i", false, "Pass stdin to the container")
+	fl.BoolVarP(&f.tty, "tty", "t", false, "Stdin is a TTY")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "Only print output from the remote session")
+	fl.DurationVar(&f.podRunningTimeout, "pod-running-timeout", defaultPodRunningTimeout, "The length of time (like 5s, 2m, or 3h, higher than zero) to wait until at least one pod is running")
+}
+
 func newExec(o *options) *cobra.Command {
-	var f execFlags
+	var f sessionFlags
 	cmd := &cobra.Command{
 		Use:   "exec (POD | TYPE/NAME) [-c CONTAINER] [flags] -- COMMAND [args...]",
 		Short: "Execute a command in a container",
@@ -47,12 +57,7 @@ func newExec(o *options) *cobra.Command {
 			return o.exec(cmd.Context(), ref, command, f)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&f.container, "container", "c", "", "Container name. If omitted, use the kubectl.kubernetes.io/default-container annotation for selecting the container to be attached or the first container in the pod will be chosen")
-	fl.BoolVarP(&f.stdin, "stdin", "i", false, "Pass stdin to the container")
-	fl.BoolVarP(&f.tty, "tty", "t", false, "Stdin is a TTY")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "Only print output from the remote session")
-	fl.DurationVar(&f.podRunningTimeout, "pod-running-timeout", defaultPodRunningTimeout, "The length of time (like 5s, 2m, or 3h, higher than zero) to wait until at least one pod is running")
+	f.bind(cmd.Flags())
 	return cmd
 }
 
@@ -79,7 +84,7 @@ func parseExecArgs(args []string, dash int) (podRef podRef, command []string, er
 	return podRef, command, err
 }
 
-func (o *options) exec(ctx context.Context, ref podRef, command []string, f execFlags) error {
+func (o *options) exec(ctx context.Context, ref podRef, command []string, f sessionFlags) error {
 	cl, cfg, err := o.streamClients()
 	if err != nil {
 		return err

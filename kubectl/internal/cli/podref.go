@@ -123,7 +123,7 @@ func podSelector(obj runtime.Object) (labels.Selector, error) {
 	case *batchv1.Job:
 		ls = o.Spec.Selector
 	default:
-		return nil, fmt.Errorf("selector for %T not implemented", obj)
+		return nil, fmt.Errorf("cannot attach to %T: selector not supported", obj)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(ls)
 	if err != nil {

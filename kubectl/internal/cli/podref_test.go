@@ -126,7 +126,7 @@ func TestPodSelector(t *testing.T) {
 		{name: "deployment", obj: &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}}},
 			want: "tier in (a,b)"},
-		{name: "configmap", obj: &corev1.ConfigMap{}, wantErr: "selector for *v1.ConfigMap not implemented"},
+		{name: "configmap", obj: &corev1.ConfigMap{}, wantErr: "cannot attach to *v1.ConfigMap: selector not supported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
