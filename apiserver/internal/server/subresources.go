@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -33,20 +34,25 @@ func created(c *gin.Context) {
 	writeJSON(c, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
-// bind assigns a pod to a node (POST pods/<name>/binding), once.
-func (s *Server) bind(c *gin.Context, t target) {
+// readAction reads the options and body of a subresource that acts (binding, eviction): the
+// body, of kind want, into into.
+func readAction(c *gin.Context, t target, into runtime.Object, want schema.GroupVersionKind) (*metav1.CreateOptions, error) {
 	opts, err := createOptions(c)
 	if err != nil {
-		writeError(c, err)
-		return
+		return nil, err
 	}
 	data, err := readBody(c)
 	if err != nil {
-		writeError(c, err)
-		return
+		return nil, err
 	}
+	return opts, decodeInto(c, t.res, data, into, want, metav1.FieldValidationStrict)
+}
+
+// bind assigns a pod to a node (POST pods/<name>/binding), once.
+func (s *Server) bind(c *gin.Context, t target) {
 	var b corev1.Binding
-	if err := decodeInto(c, t.res, data, &b, bindingGVK, metav1.FieldValidationStrict); err != nil {
+	opts, err := readAction(c, t, &b, bindingGVK)
+	if err != nil {
 		writeError(c, err)
 		return
 	}
@@ -100,18 +106,9 @@ func setPodScheduled(pod *corev1.Pod, now time.Time) {
 // evict deletes a pod through the Eviction API (POST pods/<name>/eviction), as kubectl drain
 // does. No PodDisruptionBudgets are served, so every eviction is allowed.
 func (s *Server) evict(c *gin.Context, t target) {
-	opts, err := createOptions(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
-	data, err := readBody(c)
-	if err != nil {
-		writeError(c, err)
-		return
-	}
 	var ev policyv1.Eviction
-	if err := decodeInto(c, t.res, data, &ev, evictionGVK, metav1.FieldValidationStrict); err != nil {
+	opts, err := readAction(c, t, &ev, evictionGVK)
+	if err != nil {
 		writeError(c, err)
 		return
 	}
