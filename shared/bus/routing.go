@@ -120,7 +120,7 @@ func RetiredBindings(queue string) []string {
 // watches for its controllers (ReplicaSet, Deployment, HPA, Job, Endpoints,
 // garbage collector, node lifecycle, Ingress, PV binding).
 var controllerResources = []string{
-	"pods", "nodes", "leases", "namespaces", "services", "endpoints",
+	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
 	"replicasets", "deployments", "horizontalpodautoscalers", "jobs",
 	"ingresses", "persistentvolumes", "persistentvolumeclaims",
 }
@@ -143,10 +143,12 @@ func Bindings(queue string) ([]string, bool) {
 	case queue == QueueServerless:
 		return []string{"functions.#", "workflows.#", "pods.#"}, true
 	case strings.HasPrefix(queue, "kubelet.") && len(queue) > len("kubelet."):
+		// Its own pods, and every node: routes to other nodes' pod CIDRs follow Node objects.
 		node := EncodeWord(strings.TrimPrefix(queue, "kubelet."))
-		return []string{"pods.node." + node + ".*", "nodes." + node + ".*"}, true
+		return []string{"pods.node." + node + ".*", "nodes.*.*"}, true
 	case strings.HasPrefix(queue, "kubeproxy.") && len(queue) > len("kubeproxy."):
-		return []string{"services.*", "endpoints.*"}, true
+		// Services and their endpoints for the rules and DNS, Ingresses for the hosts file.
+		return []string{"services.*", "endpoints.*", "endpointslices.*", "ingresses.*"}, true
 	}
 	return nil, false
 }

@@ -130,10 +130,12 @@ func TestBindingsRouteTable(t *testing.T) {
 		{"pods.node.n1_lab.deleted", []string{"scheduler", "controller-manager", "serverless", "kubelet.n1.lab"}},
 		{"pods.node.n1_lab.status", []string{"controller-manager", "serverless", "kubelet.n1.lab"}},
 		{"pods.unscheduled.status", []string{"scheduler", "controller-manager", "serverless"}},
-		{"nodes.n2.modified", []string{"scheduler", "controller-manager", "kubelet.n2"}},
+		{"nodes.n2.modified", []string{"scheduler", "controller-manager", "kubelet.n1.lab", "kubelet.n2"}},
 		{"deployments.modified", []string{"controller-manager"}},
 		{"services.added", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"endpoints.modified", []string{"controller-manager", "kubeproxy.n1.lab"}},
+		{"endpointslices.added", []string{"controller-manager", "kubeproxy.n1.lab"}},
+		{"ingresses.deleted", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"functions.added", []string{"serverless"}},
 		{"events.added", nil},
 	}

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,6 +65,8 @@ var Resources = []*Resource{
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Endpoints"), Plural: "endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
 		DeleteCollection: true, New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
+	{GVK: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), Plural: "endpointslices", Singular: "endpointslice", Namespaced: true,
+		DeleteCollection: true, New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Event"), Plural: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
 		DeleteCollection: true, New: func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Plural: "configmaps", Singular: "configmap", Namespaced: true, ShortNames: []string{"cm"},

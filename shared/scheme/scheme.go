@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,7 @@ func init() {
 		autoscalingv2.AddToScheme,
 		batchv1.AddToScheme,
 		coordinationv1.AddToScheme,
+		discoveryv1.AddToScheme,
 		networkingv1.AddToScheme,
 		policyv1.AddToScheme, // Eviction, the pods/eviction subresource's kind
 		serverlessv1.AddToScheme,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -169,6 +170,48 @@ var endpointsColumns = []metav1.TableColumnDefinition{
 
 func endpointsRow(ep *corev1.Endpoints, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{ep.Name, formatEndpoints(ep), age(ep.CreationTimestamp, now)}}
+}
+
+var endpointSliceColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "AddressType", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"]},
+	{Name: "Ports", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"]},
+	{Name: "Endpoints", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"]},
+	ageColumn,
+}
+
+func endpointSliceRow(es *discoveryv1.EndpointSlice, now time.Time) metav1.TableRow {
+	ports := "<unset>"
+	if len(es.Ports) > 0 {
+		var list []string
+		for _, p := range es.Ports {
+			if p.Port == nil {
+				list = append(list, "<unset>")
+			} else {
+				list = append(list, fmt.Sprint(*p.Port))
+			}
+		}
+		ports = strings.Join(list, ",")
+	}
+	var addrs []string
+	more := 0
+	for _, e := range es.Endpoints {
+		for _, a := range e.Addresses {
+			if len(addrs) < 3 {
+				addrs = append(addrs, a)
+			} else {
+				more++
+			}
+		}
+	}
+	endpoints := "<unset>"
+	if len(addrs) > 0 {
+		endpoints = strings.Join(addrs, ",")
+		if more > 0 {
+			endpoints += fmt.Sprintf(" + %d more...", more)
+		}
+	}
+	return metav1.TableRow{Cells: []any{es.Name, string(es.AddressType), ports, endpoints, age(es.CreationTimestamp, now)}}
 }
 
 // formatEndpoints shows at most three ip:port pairs and how many more there are.

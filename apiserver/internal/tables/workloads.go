@@ -22,14 +22,15 @@ import (
 
 // printers holds the table layout of every kind that has one; other kinds get defaultPrinter.
 var printers = map[schema.GroupKind]printer{
-	{Kind: "Pod"}:                   {podColumns, typed(podRow)},
-	{Kind: "Node"}:                  {nodeColumns, typed(nodeRow)},
-	{Kind: "Service"}:               {serviceColumns, typed(serviceRow)},
-	{Kind: "Endpoints"}:             {endpointsColumns, typed(endpointsRow)},
-	{Kind: "Namespace"}:             {namespaceColumns, typed(namespaceRow)},
-	{Kind: "Event"}:                 {eventColumns, typed(eventRow)},
-	{Kind: "ConfigMap"}:             {configMapColumns, typed(configMapRow)},
-	{Kind: "ServiceAccount"}:        {serviceAccountColumns, typed(serviceAccountRow)},
+	{Kind: "Pod"}:            {podColumns, typed(podRow)},
+	{Kind: "Node"}:           {nodeColumns, typed(nodeRow)},
+	{Kind: "Service"}:        {serviceColumns, typed(serviceRow)},
+	{Kind: "Endpoints"}:      {endpointsColumns, typed(endpointsRow)},
+	{Kind: "Namespace"}:      {namespaceColumns, typed(namespaceRow)},
+	{Kind: "Event"}:          {eventColumns, typed(eventRow)},
+	{Kind: "ConfigMap"}:      {configMapColumns, typed(configMapRow)},
+	{Kind: "ServiceAccount"}: {serviceAccountColumns, typed(serviceAccountRow)},
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: {endpointSliceColumns, typed(endpointSliceRow)},
 	{Kind: "Secret"}:                {secretColumns, typed(secretRow)},
 	{Kind: "PersistentVolume"}:      {persistentVolumeColumns, typed(persistentVolumeRow)},
 	{Kind: "PersistentVolumeClaim"}: {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},

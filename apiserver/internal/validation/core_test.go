@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,24 @@ func TestEndpoints(t *testing.T) {
 		{name: "valid"},
 		{name: "ip", mutate: func(e *corev1.Endpoints) { e.Subsets[0].Addresses[0].IP = "pod-1" }, want: []problem{inv("subsets[0].addresses[0].ip")}},
 		{name: "port", mutate: func(e *corev1.Endpoints) { e.Subsets[0].Ports[0].Port = 99999 }, want: []problem{inv("subsets[0].ports[0].port")}},
+	})
+}
+
+func TestEndpointSlice(t *testing.T) {
+	good := func() *discoveryv1.EndpointSlice {
+		name, port := "http", int32(80)
+		return &discoveryv1.EndpointSlice{ObjectMeta: meta("web-abcde"), AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}}},
+			Ports:     []discoveryv1.EndpointPort{{Name: &name, Port: &port}}}
+	}
+	bad := int32(0)
+	runCreate(t, good, []createCase[*discoveryv1.EndpointSlice]{
+		{name: "valid"},
+		{name: "no address type", mutate: func(e *discoveryv1.EndpointSlice) { e.AddressType = "" }, want: []problem{req("addressType")}},
+		{name: "unknown address type", mutate: func(e *discoveryv1.EndpointSlice) { e.AddressType = "IPv5" }, want: []problem{{field.ErrorTypeNotSupported, "addressType"}}},
+		{name: "not IPv4", mutate: func(e *discoveryv1.EndpointSlice) { e.Endpoints[0].Addresses[0] = "fe80::1" }, want: []problem{inv("endpoints[0].addresses[0]")}},
+		{name: "no address", mutate: func(e *discoveryv1.EndpointSlice) { e.Endpoints[0].Addresses = nil }, want: []problem{req("endpoints[0].addresses")}},
+		{name: "port", mutate: func(e *discoveryv1.EndpointSlice) { e.Ports[0].Port = &bad }, want: []problem{inv("ports[0].port")}},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -182,6 +183,75 @@ func validateEndpointAddress(a corev1.EndpointAddress, fldPath *field.Path) fiel
 	}
 	if a.NodeName != nil && *a.NodeName != "" {
 		allErrs = append(allErrs, nameErrs(fldPath.Child("nodeName"), *a.NodeName, validation.IsDNS1123Subdomain)...)
+	}
+	return allErrs
+}
+
+var addressTypes = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+
+// maxSliceEndpoints and maxSlicePorts bound an EndpointSlice, as in Kubernetes.
+const (
+	maxSliceEndpoints = 1000
+	maxSlicePorts     = 100
+)
+
+func validateEndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
+	allErrs := enum(field.NewPath("addressType"), es.AddressType, addressTypes)
+	ep := field.NewPath("endpoints")
+	if len(es.Endpoints) > maxSliceEndpoints {
+		allErrs = append(allErrs, field.TooMany(ep, len(es.Endpoints), maxSliceEndpoints))
+	}
+	for i, e := range es.Endpoints {
+		idx := ep.Index(i)
+		if len(e.Addresses) == 0 {
+			allErrs = append(allErrs, field.Required(idx.Child("addresses"), "must contain at least 1 address"))
+		}
+		for j, a := range e.Addresses {
+			ap := idx.Child("addresses").Index(j)
+			switch ip := net.ParseIP(a); es.AddressType {
+			case discoveryv1.AddressTypeIPv4:
+				if ip == nil || ip.To4() == nil {
+					allErrs = append(allErrs, field.Invalid(ap, a, "must be a valid IPv4 address"))
+				}
+			case discoveryv1.AddressTypeIPv6:
+				if ip == nil || ip.To4() != nil {
+					allErrs = append(allErrs, field.Invalid(ap, a, "must be a valid IPv6 address"))
+				}
+			case discoveryv1.AddressTypeFQDN:
+				allErrs = append(allErrs, validation.IsFullyQualifiedDomainName(ap, a)...)
+			}
+		}
+		if e.Hostname != nil {
+			allErrs = append(allErrs, nameErrs(idx.Child("hostname"), *e.Hostname, validation.IsDNS1123Label)...)
+		}
+		if e.NodeName != nil && *e.NodeName != "" {
+			allErrs = append(allErrs, nameErrs(idx.Child("nodeName"), *e.NodeName, validation.IsDNS1123Subdomain)...)
+		}
+	}
+	pp := field.NewPath("ports")
+	if len(es.Ports) > maxSlicePorts {
+		allErrs = append(allErrs, field.TooMany(pp, len(es.Ports), maxSlicePorts))
+	}
+	names := sets.New[string]()
+	for i, p := range es.Ports {
+		idx := pp.Index(i)
+		if p.Name != nil && *p.Name != "" {
+			allErrs = append(allErrs, nameErrs(idx.Child("name"), *p.Name, validation.IsDNS1123Label)...)
+		}
+		name := ""
+		if p.Name != nil {
+			name = *p.Name
+		}
+		if names.Has(name) {
+			allErrs = append(allErrs, field.Duplicate(idx.Child("name"), name))
+		}
+		names.Insert(name)
+		if p.Port != nil {
+			allErrs = append(allErrs, portNum(idx.Child("port"), *p.Port)...)
+		}
+		if p.Protocol != nil {
+			allErrs = append(allErrs, enum(idx.Child("protocol"), *p.Protocol, portProtocols)...)
+		}
 	}
 	return allErrs
 }

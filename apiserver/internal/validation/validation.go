@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -108,6 +109,8 @@ func rules(obj runtime.Object) (kind, bool) {
 		return typed(dns1035Label, validateService, validateServiceUpdate), true
 	case *corev1.Endpoints:
 		return typed(dnsSubdomain, validateEndpoints, nil), true
+	case *discoveryv1.EndpointSlice:
+		return typed(dnsSubdomain, validateEndpointSlice, nil), true
 	case *corev1.Namespace:
 		return typed(dnsLabel, validateNamespace, nil), true
 	case *corev1.Node:
