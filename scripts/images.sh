@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # make images: build the images minik8s runs, locally, with nothing pulled (the build machines
 # have no registry). Go workloads from workloads/cmd/<name> become static binaries on FROM
-# scratch; busybox comes from Debian's busybox-static package. Each image is tagged :VERSION and
-# :latest in the Docker engine that `docker` talks to (DOCKER_HOST is honoured).
+# scratch; busybox comes from Debian's busybox-static package; debian is a Debian base made with
+# debootstrap from this machine's apt sources (read when it runs) and docker import; nginx is
+# Debian's nginx installed on that base (the Ingress controller's pods). Each image is tagged
+# :VERSION (debian: the Debian release, e.g. :12) and :latest in the Docker engine that `docker`
+# talks to (DOCKER_HOST is honoured).
 #
 #   scripts/images.sh                 build every image whose inputs changed
 #   scripts/images.sh --if-missing    build only images that are not there (make up uses this)
@@ -16,7 +19,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VERSION=1.0
-IMAGES=(pause echo load fileserver busybox)
+IMAGES=(pause echo load fileserver busybox debian nginx)
 INPUTS_LABEL=io.minik8s.build.inputs
 
 usage() { die "usage: $0 [--if-missing] [--list] [$(IFS='|'; echo "${IMAGES[*]}")...]"; }
@@ -36,8 +39,21 @@ for a in "$@"; do
 done
 [ ${#wanted[@]} -gt 0 ] || wanted=("${IMAGES[@]}")
 
+# The Debian base is tagged with the host's Debian release, whose suite it is made from.
+DEBIAN_SUITE= DEBIAN_TAG=
+if [ -r /etc/os-release ]; then
+  # shellcheck disable=SC1091
+  DEBIAN_SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  # shellcheck disable=SC1091
+  DEBIAN_TAG=$(. /etc/os-release && echo "${VERSION_ID:-}")
+fi
+DEBIAN_TAG=${DEBIAN_TAG:-$VERSION}
+
+# tag_of NAME is the version tag of an image.
+tag_of() { if [ "$1" = debian ]; then echo "$DEBIAN_TAG"; else echo "$VERSION"; fi; }
+
 if [ -n "$list" ]; then
-  for n in "${wanted[@]}"; do printf 'minik8s/%s:%s\n' "$n" "$VERSION"; done
+  for n in "${wanted[@]}"; do printf 'minik8s/%s:%s\n' "$n" "$(tag_of "$n")"; done
   exit 0
 fi
 
@@ -46,10 +62,10 @@ docker info >/dev/null 2>&1 || die "docker does not answer (is it running? make 
 WORK=$(mktemp -d)
 trap 'rm -rf -- "$WORK"' EXIT
 
-present() { docker image inspect "minik8s/$1:$VERSION" "minik8s/$1:latest" >/dev/null 2>&1; }
+present() { docker image inspect "minik8s/$1:$(tag_of "$1")" "minik8s/$1:latest" >/dev/null 2>&1; }
 
 built_inputs() {
-  docker image inspect -f "{{index .Config.Labels \"$INPUTS_LABEL\"}}" "minik8s/$1:$VERSION" 2>/dev/null || true
+  docker image inspect -f "{{index .Config.Labels \"$INPUTS_LABEL\"}}" "minik8s/$1:$(tag_of "$1")" 2>/dev/null || true
 }
 
 # hash_inputs FILE... prints one sha256 over the files' contents and the version.
@@ -124,6 +140,101 @@ build_busybox() {
   docker_build busybox "$ctx" "$inputs" --build-arg "DEB_VERSION=$version"
 }
 
+# debian_mirror SUITE prints the URI this machine's apt sources fetch SUITE/main from (as apt
+# itself resolved them), refreshing the package lists once when apt has none.
+debian_mirror() {
+  local suite=$1 uri
+  uri=$(apt-cache policy 2>/dev/null | awk -v s="$suite/main" '$3 == s && $2 ~ /^https?:/ { print $2; exit }')
+  if [ -z "$uri" ] && [ "$(id -u)" -eq 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null
+    uri=$(apt-cache policy 2>/dev/null | awk -v s="$suite/main" '$3 == s && $2 ~ /^https?:/ { print $2; exit }')
+  fi
+  echo "$uri"
+}
+
+# ensure_debootstrap installs Debian's debootstrap when it is missing, as make up installs the
+# host's packages.
+ensure_debootstrap() {
+  command -v debootstrap >/dev/null 2>&1 && return
+  [ "$(id -u)" -eq 0 ] || die "the debian image needs debootstrap; run as root or apt-get install debootstrap"
+  log "installing debootstrap"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap </dev/null >"$WORK/apt.log" 2>&1 ||
+    { DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap </dev/null >"$WORK/apt.log" 2>&1; } ||
+    { cat "$WORK/apt.log" >&2; die "apt-get install debootstrap failed"; }
+}
+
+# build_debian makes minik8s/debian:<release>: a minbase debootstrap of the host's suite from
+# the host's mirror, given the host's apt sources (so images built on it get the same mirror
+# and security updates), imported with docker import. Nothing names a mirror in the repository.
+build_debian() {
+  local ref rootfs mirror inputs f
+  [ -n "$DEBIAN_SUITE" ] || die "the debian image needs a Debian host (/etc/os-release has no VERSION_CODENAME)"
+  ref=minik8s/debian:$DEBIAN_TAG
+  mirror=$(debian_mirror "$DEBIAN_SUITE")
+  [ -n "$mirror" ] || die "apt's sources have no $DEBIAN_SUITE/main to debootstrap from"
+  # The recipe below is part of the inputs: change it, and bump this line.
+  printf 'debian recipe 2\nsuite %s\nmirror %s\n' "$DEBIAN_SUITE" "$mirror" >"$WORK/debian.id"
+  inputs=$(hash_inputs "$WORK/debian.id")
+  if [ "$(built_inputs debian)" = "$inputs" ]; then
+    docker tag "$ref" minik8s/debian:latest
+    log "image $ref up to date"
+    return
+  fi
+  ensure_debootstrap
+  [ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
+  rootfs=$WORK/debian-rootfs
+  log "image $ref: debootstrap --variant=minbase $DEBIAN_SUITE (a few minutes)"
+  if ! debootstrap --variant=minbase "$DEBIAN_SUITE" "$rootfs" "$mirror" >"$WORK/debootstrap.log" 2>&1; then
+    tail -n 30 "$WORK/debootstrap.log" >&2
+    die "debootstrap of $DEBIAN_SUITE failed"
+  fi
+  # The host's sources (deb lines and deb822 files; not files it disabled).
+  : >"$rootfs/etc/apt/sources.list"
+  [ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list"
+  for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && cp "$f" "$rootfs/etc/apt/sources.list.d/"
+  done
+  grep -qsE '^(deb |URIs:)' "$rootfs/etc/apt/sources.list" "$rootfs"/etc/apt/sources.list.d/* ||
+    printf 'deb %s %s main\n' "$mirror" "$DEBIAN_SUITE" >"$rootfs/etc/apt/sources.list"
+  # No service starts from a package's maintainer scripts inside a container build, and apt
+  # keeps neither lists nor downloaded packages in the image.
+  printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
+  chmod 0755 "$rootfs/usr/sbin/policy-rc.d"
+  printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' >"$rootfs/etc/apt/apt.conf.d/90minik8s"
+  # Documentation, manual pages and translations stay out (copyright files stay), now and in
+  # packages installed on top.
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/locale/*' \
+    'path-include /usr/share/locale/locale.alias' >"$rootfs/etc/dpkg/dpkg.cfg.d/90minik8s-nodoc"
+  find "$rootfs/usr/share/doc" -type f ! -name copyright -delete
+  rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
+  find "$rootfs/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/* "$rootfs"/tmp/*
+  log "image $ref: docker import"
+  tar --numeric-owner -C "$rootfs" -c . | docker import \
+    --change "LABEL $INPUTS_LABEL=$inputs" \
+    --change 'LABEL org.opencontainers.image.title=minik8s/debian' \
+    --change "LABEL org.opencontainers.image.description=\"Debian $DEBIAN_SUITE minbase made with debootstrap\"" \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["bash"]' - "$ref" >/dev/null || die "docker import of $ref failed"
+  docker tag "$ref" minik8s/debian:latest
+  rm -rf "$rootfs"
+  log "image $ref built"
+}
+
+# build_nginx installs Debian's nginx on the Debian base (the build's container reaches the
+# mirror the base's sources name). The base's image id is an input: a new base rebuilds it.
+build_nginx() {
+  local ctx=$WORK/nginx base=minik8s/debian:$DEBIAN_TAG base_id
+  present debian || build_debian
+  base_id=$(docker image inspect -f '{{.Id}}' "$base") || die "no base image $base"
+  mkdir -p "$ctx"
+  cp "$ROOT/images/nginx/Dockerfile" "$ROOT/images/nginx/nginx.conf" "$ctx/"
+  printf 'base %s\n' "$base_id" >"$WORK/nginx.base-id"
+  docker_build nginx "$ctx" "$(hash_inputs "$WORK/nginx.base-id" "$ctx/Dockerfile" "$ctx/nginx.conf")" --build-arg "BASE=$base"
+}
+
 todo=() have=()
 for n in "${wanted[@]}"; do
   if [ -n "$if_missing" ] && present "$n"; then have+=("$n"); else todo+=("$n"); fi
@@ -132,6 +243,8 @@ done
 for n in "${todo[@]}"; do
   case $n in
     busybox) build_busybox ;;
+    debian) build_debian ;;
+    nginx) build_nginx ;;
     *) build_go "$n" ;;
   esac
 done
