@@ -1,0 +1,38 @@
+package fake
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"minik8s.io/kubeproxy/internal/netfilter"
+	"minik8s.io/kubeproxy/internal/netfilter/netfiltertest"
+)
+
+func TestContract(t *testing.T) {
+	netfiltertest.Run(t, func(*testing.T) netfilter.Interface { return New() })
+}
+
+func TestRecordsAndFails(t *testing.T) {
+	f := New()
+	boom := errors.New("boom")
+	f.FailNext(OpRestore, boom)
+	payload := []byte("*nat\n:MINIK8S-X - [0:0]\nCOMMIT\n")
+	if err := f.Restore(t.Context(), payload); !errors.Is(err, boom) {
+		t.Fatalf("first restore: %v, want boom", err)
+	}
+	if err := f.Restore(t.Context(), payload); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.EnsureRule(t.Context(), "nat", "OUTPUT", "-j", "MINIK8S-X"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]byte{payload}, f.Restores()); diff != "" {
+		t.Errorf("restores (-want +got):\n%s", diff)
+	}
+	want := []EnsureCall{{Table: "nat", Chain: "OUTPUT", Rule: []string{"-j", "MINIK8S-X"}, Added: true}}
+	if diff := cmp.Diff(want, f.Ensures()); diff != "" {
+		t.Errorf("ensures (-want +got):\n%s", diff)
+	}
+}
