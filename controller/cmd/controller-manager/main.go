@@ -1,5 +1,5 @@
-// Command controller-manager runs minik8s' cluster-wide controllers (node lifecycle so far)
-// against the apiserver, one active replica at a time when leader election is on.
+// Command controller-manager runs minik8s' cluster-wide controllers (node lifecycle,
+// Endpoints, EndpointSlices, Ingress) against the apiserver, one active replica at a time when leader election is on.
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +34,10 @@ func main() {
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL")
 	fs.StringVar(&cfg.Queue, "queue", "controller-manager", "bus queue to consume")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", 5*time.Minute, "how often every cache is relisted from the API (the bus is a hint)")
+	controllers := fs.String("controllers", "*", "controllers to run, comma-separated: '*' is all, 'name' enables one, '-name' disables one (known: "+strings.Join(app.ControllerNames(), ", ")+")")
+	fs.IntVar(&cfg.EndpointWorkers, "concurrent-endpoint-syncs", 5, "Services the Endpoints and EndpointSlice controllers each reconcile at once")
+	fs.DurationVar(&cfg.EndpointResync, "endpoint-resync-period", time.Minute, "how often the Endpoints and EndpointSlice controllers revisit every Service")
+	fs.IntVar(&cfg.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one EndpointSlice (1-1000)")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how old a node's Lease may get before the node is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.PodEvictionTimeout, "pod-eviction-timeout", 300*time.Second, "how long pods without their own toleration stay on an unreachable node before they are deleted")
 	fs.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node is checked")
@@ -44,6 +49,11 @@ func main() {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the controller-manager may take to stop")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	for _, c := range strings.Split(*controllers, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			cfg.Controllers = append(cfg.Controllers, c)
+		}
+	}
 	if err := logOpts.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
 		os.Exit(2)

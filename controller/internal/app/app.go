@@ -37,9 +37,20 @@ type Config struct {
 	// RelistPeriod is how often every cache is relisted, the safety net under the bus.
 	RelistPeriod time.Duration
 
+	// Controllers selects the controllers to run, as Kubernetes' --controllers: "*" (all),
+	// "name", "-name"; empty means all.
+	Controllers []string
+
 	NodeMonitorGracePeriod time.Duration
 	PodEvictionTimeout     time.Duration
 	NodeMonitorPeriod      time.Duration
+
+	// EndpointWorkers is how many Services the Endpoints and EndpointSlice controllers each
+	// reconcile at once (Kubernetes' --concurrent-endpoint-syncs); EndpointResync is how often
+	// they revisit every Service whatever the events said.
+	EndpointWorkers      int
+	EndpointResync       time.Duration
+	MaxEndpointsPerSlice int
 
 	LeaderElect bool
 	// Identity tells the candidates apart; default hostname_<random>.
@@ -53,6 +64,18 @@ type Config struct {
 func (c *Config) Validate() error {
 	if c.Kubeconfig == "" {
 		return errors.New("--kubeconfig is required")
+	}
+	if err := validateControllers(c.Controllers); err != nil {
+		return err
+	}
+	if c.EndpointWorkers <= 0 {
+		c.EndpointWorkers = 5
+	}
+	if c.EndpointResync <= 0 {
+		c.EndpointResync = time.Minute
+	}
+	if c.MaxEndpointsPerSlice <= 0 || c.MaxEndpointsPerSlice > 1000 {
+		c.MaxEndpointsPerSlice = 100
 	}
 	if c.Queue == "" {
 		c.Queue = bus.QueueControllerManager
@@ -112,8 +135,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	cctx := &Context{Config: cfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
 	// Controllers are built before the informers start: they ask for the caches they read.
 	controllersGroup := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	var running []string
 	for _, c := range controllers {
-		controllersGroup.Add(c.name, c.new(cctx))
+		if enabled(cfg.Controllers, c.name) {
+			controllersGroup.Add(c.name, c.new(cctx))
+			running = append(running, c.name)
+		}
 	}
 
 	bindings, ok := bus.Bindings(bus.QueueControllerManager)
@@ -155,6 +182,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		runControllers = func(ctx context.Context) error { return elector.Run(ctx, controllersGroup.Run) }
 	}
 	g.Add("controllers", run.Func(runControllers))
-	log.Info("starting", "identity", cfg.Identity, "leaderElect", cfg.LeaderElect, "queue", cfg.Queue)
+	log.Info("starting", "identity", cfg.Identity, "leaderElect", cfg.LeaderElect, "queue", cfg.Queue, "controllers", running)
 	return g.Run(ctx)
 }

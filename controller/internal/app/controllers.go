@@ -1,18 +1,63 @@
 package app
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"minik8s.io/controller/internal/endpoints"
+	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/informers"
 	"minik8s.io/controller/internal/nodelifecycle"
+	"minik8s.io/shared/informer"
 	"minik8s.io/shared/run"
 )
 
-// controllers are the controllers this binary runs. Adding one is one line here and its
-// constructor below; it must ask the informers for what it reads before returning.
+// controllers are the controllers this binary runs, by the names --controllers takes
+// (Kubernetes' where it has them). Adding one is one line here and its constructor below; it
+// must ask the informers for what it reads before returning.
 var controllers = []struct {
 	name string
 	new  func(ctx *Context) run.Runnable
 }{
+	{"endpoint", newEndpoints},
+	{"endpointslice", newEndpointSlices},
 	{"nodelifecycle", newNodeLifecycle},
+}
+
+// ControllerNames are the names --controllers knows.
+func ControllerNames() []string {
+	var names []string
+	for _, c := range controllers {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// enabled applies --controllers as Kubernetes reads it: "*" is every controller, "name"
+// enables one, "-name" disables one; an empty list means "*".
+func enabled(list []string, name string) bool {
+	if len(list) == 0 {
+		return true
+	}
+	if slices.Contains(list, "-"+name) {
+		return false
+	}
+	return slices.Contains(list, name) || slices.Contains(list, "*")
+}
+
+// validateControllers refuses names no controller has.
+func validateControllers(list []string) error {
+	known := ControllerNames()
+	for _, n := range list {
+		if n == "*" {
+			continue
+		}
+		if !slices.Contains(known, strings.TrimPrefix(n, "-")) {
+			return fmt.Errorf("--controllers: unknown controller %q (known: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 func newNodeLifecycle(c *Context) run.Runnable {
@@ -29,5 +74,31 @@ func newNodeLifecycle(c *Context) run.Runnable {
 		API:           nodelifecycle.ClientAPI(c.Client),
 		Recorder:      c.Recorder,
 		Logger:        c.Logger,
+	})
+}
+
+func newEndpoints(c *Context) run.Runnable {
+	return endpoints.New(endpoints.Config{
+		Services:  c.Informers.Services(),
+		Pods:      c.Informers.Pods(),
+		Endpoints: c.Informers.Endpoints(),
+		API:       endpoints.ClientAPI(c.Client),
+		Workers:   c.Config.EndpointWorkers,
+		Resync:    c.Config.EndpointResync,
+		Logger:    c.Logger,
+	})
+}
+
+func newEndpointSlices(c *Context) run.Runnable {
+	return endpointslice.New(endpointslice.Config{
+		Services:             c.Informers.Services(),
+		Pods:                 c.Informers.Pods(),
+		Nodes:                c.Informers.Nodes(),
+		Slices:               c.Informers.EndpointSlices(informer.Indexers{endpointslice.ServiceIndex: endpointslice.ServiceIndexFunc}),
+		API:                  endpointslice.ClientAPI(c.Client),
+		MaxEndpointsPerSlice: c.Config.MaxEndpointsPerSlice,
+		Workers:              c.Config.EndpointWorkers,
+		Resync:               c.Config.EndpointResync,
+		Logger:               c.Logger,
 	})
 }

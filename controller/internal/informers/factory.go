@@ -10,6 +10,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/shared/bus"
@@ -24,9 +26,13 @@ const PodNodeIndex = "spec.nodeName"
 
 // Resource names, as the bus and the API spell them.
 const (
-	Pods   = "pods"
-	Nodes  = "nodes"
-	Leases = "leases"
+	Pods           = "pods"
+	Nodes          = "nodes"
+	Leases         = "leases"
+	Services       = "services"
+	Endpoints      = "endpoints"
+	EndpointSlices = "endpointslices"
+	Ingresses      = "ingresses"
 )
 
 // Source gives the list and watch of a resource; nil for a resource it does not serve.
@@ -43,6 +49,14 @@ func ClientSource(c *client.Client) Source {
 			return informer.ForNamespace(client.MustFor[*corev1.Node, *corev1.NodeList](c), "")
 		case Leases:
 			return informer.ForNamespace(client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](c), "")
+		case Services:
+			return informer.ForNamespace(client.MustFor[*corev1.Service, *corev1.ServiceList](c), "")
+		case Endpoints:
+			return informer.ForNamespace(client.MustFor[*corev1.Endpoints, *corev1.EndpointsList](c), "")
+		case EndpointSlices:
+			return informer.ForNamespace(client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c), "")
+		case Ingresses:
+			return informer.ForNamespace(client.MustFor[*networkingv1.Ingress, *networkingv1.IngressList](c), "")
 		}
 		return nil
 	}
@@ -90,6 +104,20 @@ func (f *Factory) Nodes() *informer.Informer { return f.For(Nodes, nil) }
 
 // Leases is the informer of all leases (node heartbeats and leader election).
 func (f *Factory) Leases() *informer.Informer { return f.For(Leases, nil) }
+
+// Services is the informer of all Services.
+func (f *Factory) Services() *informer.Informer { return f.For(Services, nil) }
+
+// Endpoints is the informer of all Endpoints.
+func (f *Factory) Endpoints() *informer.Informer { return f.For(Endpoints, nil) }
+
+// EndpointSlices is the informer of all EndpointSlices, with the indexers the caller needs.
+func (f *Factory) EndpointSlices(indexers informer.Indexers) *informer.Informer {
+	return f.For(EndpointSlices, indexers)
+}
+
+// Ingresses is the informer of all Ingresses.
+func (f *Factory) Ingresses() *informer.Informer { return f.For(Ingresses, nil) }
 
 // For returns the informer of resource, making it on first use with indexers. It panics for a
 // resource the source does not serve or when called after Start: both are programming errors

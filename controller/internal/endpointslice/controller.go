@@ -1,0 +1,239 @@
+package endpointslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik8s.io/controller/internal/backends"
+	"minik8s.io/controller/internal/reconcile"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// ServiceIndex files the slices this controller manages under their Service's key.
+const ServiceIndex = "endpointslice.service"
+
+// ServiceIndexFunc is the index function of ServiceIndex.
+func ServiceIndexFunc(obj runtime.Object) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, fmt.Errorf("endpointslice index: got %T", obj)
+	}
+	svc := s.Labels[discoveryv1.LabelServiceName]
+	if svc == "" || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy {
+		return nil, nil
+	}
+	return []string{backends.Key(s.Namespace, svc)}, nil
+}
+
+// API is the writes the controller makes; Create and Update return the stored slice.
+type API interface {
+	Create(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error)
+	Update(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error)
+	Delete(ctx context.Context, s *discoveryv1.EndpointSlice) error
+}
+
+// ClientAPI writes EndpointSlices through the apiserver.
+func ClientAPI(c *client.Client) API {
+	return clientAPI{client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c)}
+}
+
+type clientAPI struct {
+	slices *client.Typed[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]
+}
+
+func (a clientAPI) Create(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error) {
+	return a.slices.Create(ctx, s, metav1.CreateOptions{})
+}
+
+func (a clientAPI) Update(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error) {
+	return a.slices.Update(ctx, s, metav1.UpdateOptions{})
+}
+
+func (a clientAPI) Delete(ctx context.Context, s *discoveryv1.EndpointSlice) error {
+	return a.slices.Delete(ctx, s.Namespace, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+}
+
+// Config wires a Controller.
+type Config struct {
+	// Services, Pods, Nodes and Slices are the shared informers; Slices must have
+	// ServiceIndex.
+	Services, Pods, Nodes, Slices *informer.Informer
+	API                           API
+	MaxEndpointsPerSlice          int
+	Workers                       int
+	Resync                        time.Duration
+	Clock                         clock.Clock
+	Logger                        *slog.Logger
+}
+
+// Controller keeps the EndpointSlices of every selecting Service. Build with New, run Start.
+type Controller struct {
+	cfg      Config
+	services informer.Lister[*corev1.Service]
+	pods     informer.Lister[*corev1.Pod]
+	nodes    informer.Lister[*corev1.Node]
+	slices   informer.Lister[*discoveryv1.EndpointSlice]
+	tracker  *tracker
+	loop     *reconcile.Loop
+	log      *slog.Logger
+}
+
+// New returns a controller with its handlers registered; nothing runs until Start.
+func New(cfg Config) *Controller {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	c := &Controller{
+		cfg:      cfg,
+		services: informer.NewLister[*corev1.Service](cfg.Services.Store()),
+		pods:     informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		nodes:    informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
+		slices:   informer.NewLister[*discoveryv1.EndpointSlice](cfg.Slices.Store()),
+		tracker:  newTracker(30 * time.Second),
+		log:      cfg.Logger.With("controller", "endpointslice"),
+	}
+	c.loop = reconcile.New("endpointslice", cfg.Clock)
+	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
+	c.loop.Synced = []func() bool{cfg.Services.HasSynced, cfg.Pods.HasSynced, cfg.Nodes.HasSynced, cfg.Slices.HasSynced}
+	if cfg.Workers > 0 {
+		c.loop.Workers = cfg.Workers
+	}
+	if cfg.Resync > 0 {
+		c.loop.Resync = cfg.Resync
+	}
+	cfg.Services.AddEventHandler(backends.ServiceHandler(c.loop.Add))
+	cfg.Pods.AddEventHandler(backends.Services{Lister: c.services}.PodHandler(c.loop.Add))
+	sliceChanged := func(obj runtime.Object) {
+		keys, _ := ServiceIndexFunc(informer.DeletedObject(obj))
+		for _, k := range keys {
+			c.loop.Add(k)
+		}
+	}
+	cfg.Slices.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    sliceChanged,
+		UpdateFunc: func(_, obj runtime.Object) { sliceChanged(obj) },
+		DeleteFunc: sliceChanged,
+	})
+	return c
+}
+
+// Start reconciles until ctx ends.
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
+
+func (c *Controller) keys() []string {
+	var keys []string
+	svcs, _ := c.services.List(nil)
+	for _, s := range svcs {
+		keys = append(keys, backends.Key(s.Namespace, s.Name))
+	}
+	// Slices whose Service is gone.
+	all, _ := c.slices.List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: ManagedBy}))
+	for _, s := range all {
+		if k, _ := ServiceIndexFunc(s); len(k) == 1 {
+			keys = append(keys, k[0])
+		}
+	}
+	return keys
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name := informer.SplitKey(key)
+	existing, err := c.slices.ByIndex(ServiceIndex, key)
+	if err != nil {
+		return err
+	}
+	now := c.cfg.Clock.Now()
+	if c.tracker.behind(key, existing, now) {
+		// Our last writes are not in the cache yet; planning now could create twice.
+		return reconcile.Requeue{After: 200 * time.Millisecond}
+	}
+	var plan Plan
+	svc, err := c.services.Get(ns, name)
+	switch {
+	case errors.Is(err, apierror.ErrNotFound):
+		plan = ForDeletedService(existing)
+	case err != nil:
+		return err
+	case !backends.Selects(svc):
+		// Slices of a Service that stopped selecting go, as in Kubernetes; a user's
+		// slices (another managed-by) are not in the index.
+		plan = ForDeletedService(existing)
+	default:
+		pods, err := c.pods.ListNamespace(ns, labels.SelectorFromSet(svc.Spec.Selector))
+		if err != nil {
+			return err
+		}
+		plan = Compute(Input{Service: svc, Pods: pods, Zones: c.zones(pods), Existing: existing, MaxPerSlice: c.cfg.MaxEndpointsPerSlice})
+	}
+	if plan.Empty() {
+		if svc == nil {
+			c.tracker.forget(key)
+		}
+		return nil
+	}
+	return c.apply(ctx, key, plan)
+}
+
+func (c *Controller) zones(pods []*corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, p := range pods {
+		n := p.Spec.NodeName
+		if _, done := out[n]; done || n == "" {
+			continue
+		}
+		if node, err := c.nodes.Get("", n); err == nil {
+			out[n] = node.Labels[corev1.LabelTopologyZone]
+		}
+	}
+	return out
+}
+
+// apply writes the plan: updates and creates before deletes, so that an endpoint moving
+// between slices is never missing from all of them.
+func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
+	now := c.cfg.Clock.Now()
+	var errs []error
+	for _, s := range plan.Update {
+		out, err := c.cfg.API.Update(ctx, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("update endpointslice %s/%s: %w", s.Namespace, s.Name, err))
+			continue
+		}
+		c.tracker.wrote(key, out, now)
+	}
+	for _, s := range plan.Create {
+		out, err := c.cfg.API.Create(ctx, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", key, err))
+			continue
+		}
+		c.tracker.wrote(key, out, now)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...) // deletes wait until what replaces them is written
+	}
+	for _, s := range plan.Delete {
+		if err := c.cfg.API.Delete(ctx, s); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
+			errs = append(errs, fmt.Errorf("delete endpointslice %s/%s: %w", s.Namespace, s.Name, err))
+			continue
+		}
+		c.tracker.deleted(key, s.Name, now)
+	}
+	c.log.Debug("endpointslices written", "key", key, "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
+	return errors.Join(errs...)
+}
