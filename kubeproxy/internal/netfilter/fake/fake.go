@@ -69,6 +69,19 @@ func New() *Tables {
 	return f
 }
 
+// Reset empties every table, as a firewall reload that flushes everything does.
+func (f *Tables) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name, chains := range builtins {
+		t := table{}
+		for _, c := range chains {
+			t[c] = nil
+		}
+		f.tables[name] = t
+	}
+}
+
 // FailNext makes the next call of op return err (calls queue up).
 func (f *Tables) FailNext(op Op, err error) {
 	f.mu.Lock()
