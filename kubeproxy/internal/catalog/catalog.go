@@ -129,34 +129,41 @@ func PortEndpoints(slicesOf []*discoveryv1.EndpointSlice, portName string, proto
 		if !ok {
 			continue
 		}
-		for _, ep := range s.Endpoints {
-			e := Endpoint{Port: port}
-			e.Ready = ep.Conditions.Ready == nil || *ep.Conditions.Ready
-			e.Serving = e.Ready
-			if ep.Conditions.Serving != nil {
-				e.Serving = *ep.Conditions.Serving
-			}
-			e.Terminating = ep.Conditions.Terminating != nil && *ep.Conditions.Terminating
-			if ep.Hostname != nil {
-				e.Hostname = *ep.Hostname
-			}
-			if ep.NodeName != nil {
-				e.NodeName = *ep.NodeName
-			}
-			// Kubernetes uses the first address of an endpoint; the others are unused.
-			if len(ep.Addresses) == 0 {
-				continue
-			}
-			ip, err := netip.ParseAddr(ep.Addresses[0])
-			if err != nil || !ip.Is4() {
-				continue
-			}
-			e.IP = ip
-			out = append(out, e)
-		}
+		out = append(out, SliceEndpoints(s, port)...)
 	}
 	slices.SortStableFunc(out, compareEndpoints)
 	return slices.CompactFunc(out, func(a, b Endpoint) bool { return a.IP == b.IP && a.Port == b.Port })
+}
+
+// SliceEndpoints returns the IPv4 endpoints of one slice at port, with their conditions, in
+// the slice's order.
+func SliceEndpoints(s *discoveryv1.EndpointSlice, port int32) []Endpoint {
+	out := make([]Endpoint, 0, len(s.Endpoints))
+	for _, ep := range s.Endpoints {
+		// Kubernetes uses the first address of an endpoint; the others are unused.
+		if len(ep.Addresses) == 0 {
+			continue
+		}
+		ip, err := netip.ParseAddr(ep.Addresses[0])
+		if err != nil || !ip.Is4() {
+			continue
+		}
+		e := Endpoint{IP: ip, Port: port}
+		e.Ready = ep.Conditions.Ready == nil || *ep.Conditions.Ready
+		e.Serving = e.Ready
+		if ep.Conditions.Serving != nil {
+			e.Serving = *ep.Conditions.Serving
+		}
+		e.Terminating = ep.Conditions.Terminating != nil && *ep.Conditions.Terminating
+		if ep.Hostname != nil {
+			e.Hostname = *ep.Hostname
+		}
+		if ep.NodeName != nil {
+			e.NodeName = *ep.NodeName
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func compareEndpoints(a, b Endpoint) int {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -96,6 +97,32 @@ func TestServicePorts(t *testing.T) {
 		{Namespace: "ns", Name: "sticky", PortName: "http", Protocol: corev1.ProtocolTCP, ClusterIP: addr("10.96.0.3"), Port: 80, AffinitySeconds: 10800},
 		{Namespace: "ns", Name: "svc", PortName: "http", Protocol: corev1.ProtocolTCP, ClusterIP: addr("10.96.0.2"), Port: 80, NodePort: 30080,
 			Endpoints: []Endpoint{{IP: addr("10.244.0.5"), Port: 8080, Ready: true, Serving: true}}},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestIngressHosts(t *testing.T) {
+	ing := func(name, ip string, hosts ...string) *networkingv1.Ingress {
+		i := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		for _, h := range hosts {
+			i.Spec.Rules = append(i.Spec.Rules, networkingv1.IngressRule{Host: h})
+		}
+		if ip != "" {
+			i.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: ip}}
+		}
+		return i
+	}
+	got := IngressHosts([]*networkingv1.Ingress{
+		ing("a", "10.96.0.80", "Shop.Example.com", "", "*.apps.test"),
+		ing("b", "10.96.0.81", "shop.example.com"),
+		ing("c", "", "pending.example.com"),
+		ing("d", "10.96.0.80", "shop.example.com."),
+	})
+	want := map[string][]netip.Addr{
+		"shop.example.com": {addr("10.96.0.80"), addr("10.96.0.81")},
+		"*.apps.test":      {addr("10.96.0.80")},
 	}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
