@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,12 +37,19 @@ type Agent struct {
 	log *slog.Logger
 
 	registered chan struct{} // closed by the first successful Register
+	// observed is signalled by Observe and ObserveDeleted: the Node changed.
+	observed chan struct{}
 
 	mu         sync.Mutex
 	uid        string // of the Node, for the Lease's owner reference
 	podCIDR    string
 	lastReport time.Time // when status was last written
 	lease      *coordinationv1.Lease
+	// node is the newest copy of the Node the agent has seen: what its own writes returned
+	// and, once the kubelet feeds it its bus-fed cache (fed), what Observe brings. Never
+	// modified: it may be the cache's own object.
+	node *corev1.Node
+	fed  bool
 }
 
 // New checks cfg and returns an agent. It does no I/O.
@@ -63,7 +71,70 @@ func New(cfg Config, api API, clk clock.Clock, log *slog.Logger) (*Agent, error)
 		cfg: cfg, api: api, clk: clk,
 		log:        log.With("component", "nodestatus", "node", cfg.Name),
 		registered: make(chan struct{}),
+		observed:   make(chan struct{}, 1),
 	}, nil
+}
+
+// Observe tells the agent the Node as the kubelet's node cache (fed by the bus, relisted
+// periodically) holds it; Nodes of other names are ignored. From the first call on, the agent
+// reads its Node from what it observed and wrote instead of asking the apiserver: it waits for
+// its podCIDR without polling and compares its status with the cached one. Pass cached objects
+// as they are: the agent never modifies them.
+func (a *Agent) Observe(node *corev1.Node) {
+	if node == nil || node.Name != a.cfg.Name {
+		return
+	}
+	a.mu.Lock()
+	a.fed = true
+	a.keepNewestLocked(node)
+	a.mu.Unlock()
+	a.signal()
+}
+
+// ObserveDeleted tells the agent the cache saw its Node deleted: the next status update reads
+// the apiserver, finds it gone and registers the node again.
+func (a *Agent) ObserveDeleted(name string) {
+	if name != a.cfg.Name {
+		return
+	}
+	a.mu.Lock()
+	a.fed = true
+	a.node = nil
+	a.mu.Unlock()
+	a.signal()
+}
+
+func (a *Agent) signal() {
+	select {
+	case a.observed <- struct{}{}:
+	default:
+	}
+}
+
+// keepNewestLocked keeps node if it is newer than the one known. Resource versions are etcd
+// revisions, so they compare as numbers.
+func (a *Agent) keepNewestLocked(node *corev1.Node) {
+	if node == nil {
+		return
+	}
+	if a.node == nil || a.node.UID != node.UID || resourceVersion(node) >= resourceVersion(a.node) {
+		a.node = node
+	}
+}
+
+// cachedNode returns the newest Node seen when a cache feeds the agent, nil otherwise.
+func (a *Agent) cachedNode() *corev1.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.fed {
+		return nil
+	}
+	return a.node
+}
+
+func resourceVersion(n *corev1.Node) int64 {
+	v, _ := strconv.ParseInt(n.ResourceVersion, 10, 64)
+	return v
 }
 
 // Name is the node's name.
@@ -102,6 +173,7 @@ func (a *Agent) Register(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.uid, a.lastReport = string(node.UID), now
+	a.keepNewestLocked(node)
 	a.mu.Unlock()
 
 	cidr, err := a.waitPodCIDR(ctx, node)
@@ -150,16 +222,41 @@ func (a *Agent) updateExisting(ctx context.Context, f facts) (*corev1.Node, erro
 	return node, err
 }
 
-// waitPodCIDR returns the node's podCIDR, polling the Node until the apiserver has set one.
+// waitPodCIDR returns the node's podCIDR once the apiserver has set one. Fed by the node
+// cache, it waits for the cache to show it; without one it reads the Node every second.
 func (a *Agent) waitPodCIDR(ctx context.Context, node *corev1.Node) (string, error) {
 	logged := false
-	for node.Spec.PodCIDR == "" {
+	for {
+		if n := a.cachedNode(); n != nil && n.UID == node.UID && n.Spec.PodCIDR != "" {
+			return n.Spec.PodCIDR, nil
+		}
+		if node.Spec.PodCIDR != "" {
+			return node.Spec.PodCIDR, nil
+		}
 		if !logged {
 			a.log.Info("waiting for the control plane to assign a pod CIDR")
 			logged = true
 		}
-		if err := a.sleep(ctx, podCIDRPoll); err != nil {
-			return "", err
+		a.mu.Lock()
+		fed := a.fed
+		a.mu.Unlock()
+		if fed {
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-a.observed:
+			}
+			continue
+		}
+		t := a.clk.NewTimer(podCIDRPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-a.observed:
+			t.Stop()
+			continue
+		case <-t.C():
 		}
 		n, err := a.api.Nodes.Get(ctx, "", a.cfg.Name, metav1.GetOptions{})
 		if err != nil {
@@ -168,7 +265,6 @@ func (a *Agent) waitPodCIDR(ctx context.Context, node *corev1.Node) (string, err
 		}
 		node = n
 	}
-	return node.Spec.PodCIDR, nil
 }
 
 // Start registers the node if Register has not succeeded yet (retrying until it does), then
@@ -292,24 +388,30 @@ func (a *Agent) statusLoop(ctx context.Context) {
 	}
 }
 
-// syncStatus writes the node's status when it changed or a heartbeat is due. It reads the
-// Node first, so changes others made (the node lifecycle controller marking it Unknown) are
-// seen and corrected at once rather than at the next heartbeat.
+// syncStatus writes the node's status when it changed or a heartbeat is due. It compares with
+// the current Node, so changes others made (the node lifecycle controller marking it Unknown)
+// are seen and corrected at once rather than at the next heartbeat: the cached one when the
+// node cache feeds the agent, else (and after a conflict) the apiserver's.
 func (a *Agent) syncStatus(ctx context.Context) error {
 	f, err := readFacts(ctx, a.cfg)
 	if err != nil {
 		return err
 	}
+	attempt := 0
 	return a.retryOnConflict(ctx, func() error {
-		cur, err := a.api.Nodes.Get(ctx, "", a.cfg.Name, metav1.GetOptions{})
-		if errors.Is(err, apierror.ErrNotFound) {
-			// Deleted under us: register again, asking for the same pod CIDR, which the
-			// pods here still use.
-			a.log.Info("node was deleted, registering it again")
-			return a.Register(ctx)
-		}
-		if err != nil {
-			return fmt.Errorf("read node: %w", err)
+		attempt++
+		cur := a.cachedNode()
+		if cur == nil || attempt > 1 {
+			cur, err = a.api.Nodes.Get(ctx, "", a.cfg.Name, metav1.GetOptions{})
+			if errors.Is(err, apierror.ErrNotFound) {
+				// Deleted under us: register again, asking for the same pod CIDR, which the
+				// pods here still use.
+				a.log.Info("node was deleted, registering it again")
+				return a.Register(ctx)
+			}
+			if err != nil {
+				return fmt.Errorf("read node: %w", err)
+			}
 		}
 		now := a.clk.Now()
 		next := nodeStatus(a.cfg, f, cur.Status, now)
@@ -321,11 +423,19 @@ func (a *Agent) syncStatus(ctx context.Context) error {
 		}
 		cur = cur.DeepCopy()
 		cur.Status = next
-		if _, err := a.api.Nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		written, err := a.api.Nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err != nil {
+			if errors.Is(err, apierror.ErrNotFound) {
+				// Gone since the cache last saw it: the next read finds out and registers.
+				a.mu.Lock()
+				a.node = nil
+				a.mu.Unlock()
+			}
 			return fmt.Errorf("write node status: %w", err)
 		}
 		a.mu.Lock()
 		a.lastReport = now
+		a.keepNewestLocked(written)
 		a.mu.Unlock()
 		a.log.Debug("node status written", "heartbeat", heartbeatDue)
 		return nil
