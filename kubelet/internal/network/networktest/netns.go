@@ -49,6 +49,10 @@ func DeleteNetNS(t *testing.T, path string) {
 	}
 }
 
+// InNetNS runs fn on a thread switched into the namespace at path ("" means the current one):
+// what fn execs (iptables) runs there, and sockets it makes stay there.
+func InNetNS(path string, fn func() error) error { return inNetNS(path, fn) }
+
 // inNetNS runs fn on a thread switched into the namespace at path; "" means the current one.
 // Sockets keep the namespace they were created in, so a listener or connection made in fn can
 // be used from any goroutine afterwards.
@@ -91,6 +95,13 @@ func setns(f *os.File) error {
 // and a newline. The listener closes when the test ends.
 func Serve(t *testing.T, path string, port int, reply string) {
 	t.Helper()
+	ServeFunc(t, path, port, func(net.Conn) string { return reply })
+}
+
+// ServeFunc is Serve answering what reply says for each connection, such as the address the
+// connection came from.
+func ServeFunc(t *testing.T, path string, port int, reply func(net.Conn) string) {
+	t.Helper()
 	var ln net.Listener
 	err := inNetNS(path, func() error {
 		var err error
@@ -109,7 +120,7 @@ func Serve(t *testing.T, path string, port int, reply string) {
 				return
 			}
 			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(c, reply+"\n")
+			_, _ = io.WriteString(c, reply(c)+"\n")
 			_ = c.Close()
 		}
 	}()

@@ -1,0 +1,89 @@
+package nodenet
+
+import (
+	"errors"
+	"fmt"
+)
+
+// IPTables is the part of github.com/coreos/go-iptables the rules need; *iptables.IPTables
+// satisfies it, FakeIPTables records what is done.
+type IPTables interface {
+	ChainExists(table, chain string) (bool, error)
+	NewChain(table, chain string) error
+	// List returns the chain as `iptables -S` prints it.
+	List(table, chain string) ([]string, error)
+	Exists(table, chain string, rulespec ...string) (bool, error)
+	Insert(table, chain string, pos int, rulespec ...string) error
+	Append(table, chain string, rulespec ...string) error
+	DeleteById(table, chain string, id int) error
+}
+
+// ApplyRules makes the rule set true: our chains exist and hold exactly their rules (extra
+// and duplicate rules deleted, missing ones appended, present ones untouched), and each jump
+// is in its built-in chain once. It changes nothing when all is in place, so it runs at every
+// start and periodically. It reports whether it changed anything.
+func ApplyRules(ipt IPTables, rs RuleSet) (bool, error) {
+	changed := false
+	var errs []error
+	for _, c := range rs.Chains {
+		ch, err := applyChain(ipt, c)
+		changed = changed || ch
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, j := range rs.Jumps {
+		ok, err := ipt.Exists(j.Table, j.From, j.Rule...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("iptables %s %s: %w", j.Table, j.From, err))
+			continue
+		}
+		if ok {
+			continue
+		}
+		if j.Insert {
+			err = ipt.Insert(j.Table, j.From, 1, j.Rule...)
+		} else {
+			err = ipt.Append(j.Table, j.From, j.Rule...)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("iptables %s %s: jump: %w", j.Table, j.From, err))
+			continue
+		}
+		changed = true
+	}
+	return changed, errors.Join(errs...)
+}
+
+func applyChain(ipt IPTables, c Chain) (bool, error) {
+	exists, err := ipt.ChainExists(c.Table, c.Name)
+	if err != nil {
+		return false, fmt.Errorf("iptables %s %s: %w", c.Table, c.Name, err)
+	}
+	changed := false
+	if !exists {
+		if err := ipt.NewChain(c.Table, c.Name); err != nil {
+			return false, fmt.Errorf("iptables %s: create %s: %w", c.Table, c.Name, err)
+		}
+		changed = true
+	}
+	listed, err := ipt.List(c.Table, c.Name)
+	if err != nil {
+		return changed, fmt.Errorf("iptables %s %s: %w", c.Table, c.Name, err)
+	}
+	plan := PlanChain(listed, c.Rules)
+	// Append first, then delete: a changed rule is never missing in between.
+	for _, r := range plan.Append {
+		if err := ipt.Append(c.Table, c.Name, r...); err != nil {
+			return true, fmt.Errorf("iptables %s %s: append: %w", c.Table, c.Name, err)
+		}
+		changed = true
+	}
+	for _, n := range plan.Delete {
+		if err := ipt.DeleteById(c.Table, c.Name, n); err != nil {
+			return true, fmt.Errorf("iptables %s %s: delete rule %d: %w", c.Table, c.Name, n, err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
