@@ -46,6 +46,8 @@ func main() {
 	fs.StringVar(&cfg.SandboxImage, "pod-infra-container-image", "minik8s/pause:1.0", "the pause image of pod sandboxes")
 	fs.StringVar(&cniDirs, "cni-bin-dir", "/usr/lib/cni,/opt/cni/bin", "comma-separated directories of CNI plugins")
 	fs.StringVar(&cfg.BridgeName, "cni-bridge", "minik8s0", "the pod bridge on this node")
+	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", app.DefaultClusterCIDR, "the whole pod network (the apiserver's --cluster-cidr): pod traffic leaving it is masqueraded, traffic to and from it is accepted in FORWARD")
+	fs.StringVar(&cfg.NetworkMode, "network-mode", "host-gw", "how pods reach other nodes' pods: host-gw (a route to each node's pod CIDR via its InternalIP; nodes on one L2 segment) or vxlan (a VXLAN device, VNI 1, UDP 8472)")
 	fs.DurationVar(&cfg.PLEGPeriod, "pleg-period", time.Second, "how often containers are relisted from Docker")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", 30*time.Second, "how often the node's pods are relisted from the API")
 	fs.DurationVar(&cfg.UsagePeriod, "node-usage-period", 10*time.Second, "how often the pods' CPU and memory are sampled for the Node's minik8s.io/usage-* annotations (written on change or every minute); 1s to 1m, 0 for the default, negative disables")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"minik8s.io/kubelet/internal/network"
 	"minik8s.io/kubelet/internal/network/cninet"
+	"minik8s.io/kubelet/internal/network/nodenet"
 	"minik8s.io/kubelet/internal/nodestatus"
 	"minik8s.io/kubelet/internal/podcache/rediscache"
 	"minik8s.io/kubelet/internal/pods"
@@ -50,7 +52,12 @@ type Config struct {
 	SandboxImage string
 	CNIBinDirs   []string
 	BridgeName   string
-	PLEGPeriod   time.Duration
+	// ClusterCIDR is the whole pod network (--cluster-cidr): pod traffic leaving it is
+	// masqueraded, traffic to and from it is let through FORWARD.
+	ClusterCIDR string
+	// NetworkMode is how pods reach other nodes' pods (--network-mode): host-gw or vxlan.
+	NetworkMode string
+	PLEGPeriod  time.Duration
 	// RelistPeriod is how often the desired pods are relisted from the API (the bus is a hint).
 	RelistPeriod time.Duration
 	// UsagePeriod is how often the node's usage is sampled for its Node's annotations;
@@ -86,6 +93,12 @@ func (c *Config) Validate() error {
 	}
 	if net.ParseIP(c.Address) == nil {
 		return fmt.Errorf("--address %q is not an IP address", c.Address)
+	}
+	if p, err := netip.ParsePrefix(c.ClusterCIDR); err != nil || !p.Addr().Is4() {
+		return fmt.Errorf("--cluster-cidr %q is not an IPv4 prefix", c.ClusterCIDR)
+	}
+	if _, err := nodenet.ParseMode(c.NetworkMode); err != nil {
+		return fmt.Errorf("--network-mode: %w", err)
 	}
 	return nil
 }
@@ -286,14 +299,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	queue := bus.KubeletQueue(node)
 	bindings, _ := bus.Bindings(queue)
 
+	// Every Node, from the same queue: this node's for its pod CIDR and status, the others'
+	// for routes to their pods.
+	nodes := newNodeCache(cl, cfg.RelistPeriod, log.With("part", "nodes"))
+	routes, err := newRoutes(cfg, node, hostIP, agent, nodes, log.With("part", "nodenet"))
+	if err != nil {
+		return err
+	}
+	nodes.inf.AddEventHandler(nodeHandler(agent, routes.Trigger))
+
 	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
 	g.Add("recorder", recorder)
 	g.Add("pods", manager)
+	g.Add("nodes", nodes)
+	g.Add("nodenet", routes)
 	g.Add("node", run.Func(func(ctx context.Context) error {
 		go func() {
 			select {
 			case <-agent.Registered():
-				n, err := cninet.New(cninet.Config{PodCIDR: agent.PodCIDR(), RootDir: cfg.RootDir, BridgeName: cfg.BridgeName, PluginDirs: cfg.CNIBinDirs}, log.With("part", "cni"))
+				n, err := cninet.New(cninet.Config{PodCIDR: agent.PodCIDR(), RootDir: cfg.RootDir, BridgeName: cfg.BridgeName,
+					PluginDirs: cfg.CNIBinDirs, MTU: podMTU(cfg, hostIP, log)}, log.With("part", "cni"))
 				if err != nil {
 					log.Error("configuring the pod network", "podCIDR", agent.PodCIDR(), "err", err)
 					return
@@ -303,6 +328,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 					return
 				}
 				netw.set(n)
+				routes.Trigger() // the VXLAN device takes the pod CIDR's first address
 				log.Info("pod network ready", "podCIDR", agent.PodCIDR())
 			case <-ctx.Done():
 			}
@@ -322,9 +348,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	g.Add("bus", run.Func(func(ctx context.Context) error {
 		return b.Consume(ctx, bus.Subscription{
-			Queue: queue, Bindings: bindings, Handler: src.handle,
+			Queue: queue, Bindings: bindings, Handler: busHandler(nodes, src.handle, log),
 			// Everything changed after the queue is bound is in it: relist now.
 			OnConnect: func(ctx context.Context) error {
+				nodes.inf.RequestRelist()
 				if err := src.relist(ctx); err != nil {
 					return err
 				}

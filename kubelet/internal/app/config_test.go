@@ -8,7 +8,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	valid := func() Config {
-		c := Config{RootDir: "/var/lib/minik8s/kubelet/n1", Port: 10250, Address: "0.0.0.0"}
+		c := Config{RootDir: "/var/lib/minik8s/kubelet/n1", Port: 10250, Address: "0.0.0.0", ClusterCIDR: DefaultClusterCIDR, NetworkMode: "host-gw"}
 		c.Node.Name = "n1"
 		return c
 	}
@@ -28,6 +28,10 @@ func TestValidate(t *testing.T) {
 		{"relative root", func(c *Config) { c.RootDir = "kubelet" }, "--root-dir"},
 		{"bad port", func(c *Config) { c.Port = 70000 }, "--port 70000"},
 		{"bad address", func(c *Config) { c.Address = "here" }, "--address"},
+		{"vxlan", func(c *Config) { c.NetworkMode = "vxlan" }, ""},
+		{"unknown network mode", func(c *Config) { c.NetworkMode = "flannel" }, `--network-mode: network mode "flannel"`},
+		{"no cluster CIDR", func(c *Config) { c.ClusterCIDR = "" }, "--cluster-cidr"},
+		{"IPv6 cluster CIDR", func(c *Config) { c.ClusterCIDR = "fd00:10::/48" }, "--cluster-cidr"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()

@@ -31,8 +31,10 @@ type Network struct {
 	loNet  *libcni.NetworkConfigList
 	logger *slog.Logger
 
-	// iptables runs the iptables binary; a field so unit tests can record instead.
-	iptables func(ctx context.Context, args ...string) error
+	// iptables runs the iptables binary and iptablesList one that prints; fields so unit
+	// tests can record instead.
+	iptables     func(ctx context.Context, args ...string) error
+	iptablesList func(ctx context.Context, args ...string) (string, error)
 
 	locks [64]sync.Mutex // striped by sandbox id
 
@@ -67,10 +69,11 @@ func New(cfg Config, logger *slog.Logger) (*Network, error) {
 			RawExec:       &invoke.RawExec{Stderr: os.Stderr},
 			PluginDecoder: version.PluginDecoder{},
 		}),
-		podNet:   podNet,
-		loNet:    loNet,
-		logger:   logger.With("component", "cninet"),
-		iptables: execIPTables,
+		podNet:       podNet,
+		loNet:        loNet,
+		logger:       logger.With("component", "cninet"),
+		iptables:     execIPTables,
+		iptablesList: execIPTablesOutput,
 	}, nil
 }
 
@@ -100,6 +103,7 @@ func (n *Network) Prepare(ctx context.Context) error {
 	if err := n.ensureForwarding(ctx); err != nil {
 		return fmt.Errorf("prepare cni: %w", err)
 	}
+	n.removeBridgeMasq(ctx)
 	n.prepared = true
 	n.logger.InfoContext(ctx, "pod network ready", "podCIDR", n.cfg.PodCIDR, "bridge", n.cfg.BridgeName)
 	return nil

@@ -168,10 +168,13 @@ func (c Config) podList() (*libcni.NetworkConfigList, error) {
 		Name:       c.NetworkName,
 		Plugins: []any{
 			bridgeConf{
-				Type:        "bridge",
-				Bridge:      c.BridgeName,
-				IsGateway:   true,
-				IPMasq:      true,
+				Type:      "bridge",
+				Bridge:    c.BridgeName,
+				IsGateway: true,
+				// No NAT between pods: the kubelet masquerades only what leaves the cluster
+				// CIDR (nodenet's KUBELET-PODNET-POSTROUTING), so a pod on another node
+				// sees the sender's own address.
+				IPMasq:      false,
 				HairpinMode: true, // a pod reaches itself through its own hostPort or Service IP
 				MTU:         c.MTU,
 				IPAM: ipamConf{

@@ -1,6 +1,7 @@
 package cninet
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ func TestPodListConfig(t *testing.T) {
 			name: "defaults",
 			cfg:  Config{PodCIDR: "10.244.3.0/24", RootDir: "/var/lib/minik8s/node-1"},
 			want: `{"cniVersion":"1.0.0","name":"minik8s","plugins":[
-				{"type":"bridge","bridge":"minik8s0","isGateway":true,"ipMasq":true,"hairpinMode":true,
+				{"type":"bridge","bridge":"minik8s0","isGateway":true,"ipMasq":false,"hairpinMode":true,
 				 "ipam":{"type":"host-local","ranges":[[{"subnet":"10.244.3.0/24","gateway":"10.244.3.1"}]],
 				         "routes":[{"dst":"0.0.0.0/0"}],"dataDir":"/var/lib/minik8s/node-1/cni/networks"}},
 				{"type":"firewall","backend":"iptables"},
@@ -32,7 +33,7 @@ func TestPodListConfig(t *testing.T) {
 			name: "custom bridge, name, mtu; unmasked cidr",
 			cfg:  Config{PodCIDR: "10.244.7.9/24", RootDir: "/r", NetworkName: "n2", BridgeName: "br-n2", MTU: 1400},
 			want: `{"cniVersion":"1.0.0","name":"n2","plugins":[
-				{"type":"bridge","bridge":"br-n2","isGateway":true,"ipMasq":true,"hairpinMode":true,"mtu":1400,
+				{"type":"bridge","bridge":"br-n2","isGateway":true,"ipMasq":false,"hairpinMode":true,"mtu":1400,
 				 "ipam":{"type":"host-local","ranges":[[{"subnet":"10.244.7.0/24","gateway":"10.244.7.1"}]],
 				         "routes":[{"dst":"0.0.0.0/0"}],"dataDir":"/r/cni/networks"}},
 				{"type":"firewall","backend":"iptables"},
@@ -168,6 +169,11 @@ func TestPrepare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			n.iptablesList = func(context.Context, ...string) (string, error) { return "-P POSTROUTING ACCEPT\n", nil }
+			n.iptables = func(_ context.Context, args ...string) error {
+				t.Errorf("Prepare ran iptables %q with no old masquerade rule to remove", args)
+				return nil
+			}
 			err = n.Prepare(t.Context())
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("Prepare: %v", err)
@@ -222,5 +228,44 @@ func TestMasqChainMatchesPlugins(t *testing.T) {
 	}
 	if want := `name: "minik8s" id: "abc"`; masqComment("minik8s", "abc") != want {
 		t.Fatalf("masqComment = %q, want %q", masqComment("minik8s", "abc"), want)
+	}
+}
+
+func TestPrepareRemovesOldBridgeMasquerade(t *testing.T) {
+	n, err := New(Config{PodCIDR: "10.244.3.0/24", RootDir: t.TempDir(), PluginDirs: []string{fakePlugins(t, requiredPlugins...)},
+		ProcSys: fakeProcSys(t, "1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As iptables -S prints them: one of ours, one of another network, and others' rules.
+	listed := strings.Join([]string{
+		"-P POSTROUTING ACCEPT",
+		`-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ`,
+		`-A POSTROUTING -s 10.244.3.5/32 -m comment --comment "name: \"minik8s\" id: \"4f3e01\"" -j CNI-0123456789abcdef01234567`,
+		`-A POSTROUTING -s 10.88.0.5/32 -m comment --comment "name: \"podman\" id: \"99\"" -j CNI-aaaaaaaaaaaaaaaaaaaaaaaa`,
+		"-A POSTROUTING -s 172.17.0.0/16 ! -o docker0 -j MASQUERADE",
+	}, "\n") + "\n"
+	n.iptablesList = func(_ context.Context, args ...string) (string, error) {
+		if got := strings.Join(args, " "); got != "-t nat -S POSTROUTING" {
+			t.Errorf("listed %q", got)
+		}
+		return listed, nil
+	}
+	var ran []string
+	n.iptables = func(_ context.Context, args ...string) error {
+		ran = append(ran, strings.Join(args, " "))
+		return nil
+	}
+	if err := n.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	chain := masqChain("minik8s", "4f3e01")
+	want := []string{
+		"-t nat -D POSTROUTING -s 10.244.3.5 -j " + chain + ` -m comment --comment name: "minik8s" id: "4f3e01"`,
+		"-t nat -F " + chain,
+		"-t nat -X " + chain,
+	}
+	if d := cmp.Diff(want, ran); d != "" {
+		t.Errorf("iptables calls (-want +got):\n%s", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -85,7 +86,43 @@ func (n *Network) removeMasq(ctx context.Context, id string, ips []string) {
 	}
 }
 
+// bridgeMasqRE matches the rule the bridge plugin added to nat POSTROUTING for a pod when the
+// network still had ipMasq: the pod's address, then the comment naming network and sandbox.
+var bridgeMasqRE = regexp.MustCompile(`^-A POSTROUTING -s ([0-9.]+)(?:/32)? .*--comment "name: \\"([^"\\]+)\\" id: \\"([^"\\]+)\\"" -j CNI-`)
+
+// removeBridgeMasq removes what the bridge plugin's ipMasq left for pods attached before the
+// network stopped using it: their masquerade would NAT them towards other nodes' pods too.
+// Failures are logged: the pods keep working, only with their old NAT.
+func (n *Network) removeBridgeMasq(ctx context.Context) {
+	out, err := n.iptablesList(ctx, "-t", "nat", "-S", "POSTROUTING")
+	if err != nil {
+		n.logger.WarnContext(ctx, "list nat POSTROUTING for old masquerade rules", "err", err)
+		return
+	}
+	for _, line := range strings.Split(out, "\n") {
+		m := bridgeMasqRE.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil || m[2] != n.cfg.NetworkName {
+			continue
+		}
+		n.logger.InfoContext(ctx, "removing the bridge plugin's masquerade of an older pod", "sandbox", m[3], "ip", m[1])
+		n.removeMasq(ctx, m[3], []string{m[1]})
+	}
+}
+
 var errNotFound = errors.New("iptables: no such rule or chain")
+
+func execIPTablesOutput(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "iptables", append([]string{"-w", "5"}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("iptables %s: %s: %w", strings.Join(args, " "), strings.TrimSpace(stderr.String()), err)
+	}
+	return string(out), nil
+}
 
 func execIPTables(ctx context.Context, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
