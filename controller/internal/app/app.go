@@ -52,6 +52,13 @@ type Config struct {
 	EndpointResync       time.Duration
 	MaxEndpointsPerSlice int
 
+	// The Ingress controller: the class it serves, and the nginx it runs.
+	IngressClass         string
+	IngressNamespace     string
+	IngressNginxImage    string
+	IngressNginxReplicas int
+	IngressNodePort      int
+
 	LeaderElect bool
 	// Identity tells the candidates apart; default hostname_<random>.
 	Identity                                  string
@@ -76,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxEndpointsPerSlice <= 0 || c.MaxEndpointsPerSlice > 1000 {
 		c.MaxEndpointsPerSlice = 100
+	}
+	if c.IngressNodePort != 0 && (c.IngressNodePort < 30000 || c.IngressNodePort > 32767) {
+		return fmt.Errorf("--ingress-nginx-node-port must be 0 (allocated) or in 30000-32767, got %d", c.IngressNodePort)
 	}
 	if c.Queue == "" {
 		c.Queue = bus.QueueControllerManager
@@ -106,11 +116,13 @@ func (c *Config) Validate() error {
 
 // Context is what a controller's constructor gets: the configuration and the shared parts.
 type Context struct {
-	Config    Config
-	Client    *client.Client
-	Informers *informers.Factory
-	Recorder  *record.Recorder
-	Logger    *slog.Logger
+	Config Config
+	// ClientConfig is the connection Client uses, for the streaming clients (pods/exec).
+	ClientConfig *client.Config
+	Client       *client.Client
+	Informers    *informers.Factory
+	Recorder     *record.Recorder
+	Logger       *slog.Logger
 }
 
 // Run runs the controller-manager until ctx ends.
@@ -132,7 +144,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// The bus consumer's OnConnect relists every cache once its queue is bound; the
 		// first lists wait for it rather than list twice.
 		FirstListWait: 5 * time.Second, Logger: log.With("part", "informers")})
-	cctx := &Context{Config: cfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
+	cctx := &Context{Config: cfg, ClientConfig: ccfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
 	// Controllers are built before the informers start: they ask for the caches they read.
 	controllersGroup := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
 	var running []string

@@ -8,6 +8,7 @@ import (
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/informers"
+	"minik8s.io/controller/internal/ingress"
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/run"
@@ -22,6 +23,7 @@ var controllers = []struct {
 }{
 	{"endpoint", newEndpoints},
 	{"endpointslice", newEndpointSlices},
+	{"ingress", newIngress},
 	{"nodelifecycle", newNodeLifecycle},
 }
 
@@ -100,5 +102,22 @@ func newEndpointSlices(c *Context) run.Runnable {
 		Workers:              c.Config.EndpointWorkers,
 		Resync:               c.Config.EndpointResync,
 		Logger:               c.Logger,
+	})
+}
+
+func newIngress(c *Context) run.Runnable {
+	return ingress.New(ingress.Config{
+		Ingresses: c.Informers.Ingresses(),
+		Services:  c.Informers.Services(),
+		Pods:      c.Informers.Pods(),
+		API:       ingress.ClientAPI(c.Client),
+		Deliverer: ingress.ExecDeliverer{Config: ingress.RESTConfig(c.ClientConfig)},
+		Recorder:  c.Recorder,
+		Class:     c.Config.IngressClass,
+		Namespace: c.Config.IngressNamespace,
+		Image:     c.Config.IngressNginxImage,
+		Replicas:  c.Config.IngressNginxReplicas,
+		NodePort:  int32(c.Config.IngressNodePort),
+		Logger:    c.Logger,
 	})
 }

@@ -7,7 +7,7 @@ func TestControllersFlag(t *testing.T) {
 		list []string
 		want map[string]bool
 	}{
-		{nil, map[string]bool{"endpoint": true, "nodelifecycle": true}},
+		{nil, map[string]bool{"endpoint": true, "ingress": true, "nodelifecycle": true}},
 		{[]string{"*"}, map[string]bool{"endpoint": true, "nodelifecycle": true}},
 		{[]string{"*", "-endpoint"}, map[string]bool{"endpoint": false, "nodelifecycle": true}},
 		{[]string{"endpoint"}, map[string]bool{"endpoint": true, "nodelifecycle": false}},

@@ -1,0 +1,397 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"minik8s.io/controller/internal/reconcile"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// Defaults of Config, and the names of what the controller runs.
+const (
+	DefaultNamespace = "minik8s-ingress"
+	DefaultService   = "ingress-nginx"
+	DefaultImage     = "minik8s/nginx:1.0"
+	DefaultClass     = "nginx"
+	// Container is the nginx container's name in the pods.
+	Container = "nginx"
+	// ConfigMapKey holds the rendered configuration in the record ConfigMap.
+	ConfigMapKey = "nginx.conf"
+	// LabelName and LabelManagedBy select the nginx pods.
+	LabelName      = "app.kubernetes.io/name"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "minik8s-ingress-controller"
+
+	EventSync = "Sync"
+	// syncKey is the one key of the work queue: the configuration is one for all Ingresses.
+	syncKey = "ingress"
+)
+
+// Recorder reports events; shared/record's Recorder and Fake satisfy it.
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// API is what the controller reads and writes besides its caches.
+type API interface {
+	EnsureNamespace(ctx context.Context, name string) error
+	CreateService(ctx context.Context, svc *corev1.Service) error
+	CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+	DeletePod(ctx context.Context, pod *corev1.Pod) error
+	// AnnotatePod sets one annotation on a pod (a merge patch).
+	AnnotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error
+	UpdateIngressStatus(ctx context.Context, ing *networkingv1.Ingress) error
+	// RecordConfig stores the rendered configuration in the ConfigMap name of namespace.
+	RecordConfig(ctx context.Context, namespace, name string, conf []byte) error
+}
+
+// Config wires a Controller.
+type Config struct {
+	Ingresses, Services, Pods *informer.Informer
+	API                       API
+	Deliverer                 Deliverer
+	Recorder                  Recorder
+	// Class is the ingressClassName served (Ingresses naming none are served too).
+	Class string
+	// Namespace, Service and Image are where the nginx pods run, the Service in front of them
+	// and their image; Replicas how many run; NodePort the Service's node port (0: allocated).
+	Namespace, Service, Image string
+	Replicas                  int
+	NodePort                  int32
+	Resync                    time.Duration
+	Clock                     clock.Clock
+	Logger                    *slog.Logger
+}
+
+// Controller is the Ingress controller. Build with New, run Start.
+type Controller struct {
+	cfg       Config
+	ingresses informer.Lister[*networkingv1.Ingress]
+	services  informer.Lister[*corev1.Service]
+	pods      informer.Lister[*corev1.Pod]
+	loop      *reconcile.Loop
+	log       *slog.Logger
+
+	// Used by the one worker only.
+	nsReady  bool
+	recorded string            // hash of the configuration last recorded in the ConfigMap
+	reported map[string]string // Ingress key -> problems last reported as events
+	// created are pods created and not yet seen in the cache, with when; deleted likewise.
+	created, deleted map[string]time.Time
+	mu               sync.Mutex
+}
+
+// New returns a controller with its handlers registered; nothing runs until Start.
+func New(cfg Config) *Controller {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Class == "" {
+		cfg.Class = DefaultClass
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.Service == "" {
+		cfg.Service = DefaultService
+	}
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	c := &Controller{
+		cfg:       cfg,
+		ingresses: informer.NewLister[*networkingv1.Ingress](cfg.Ingresses.Store()),
+		services:  informer.NewLister[*corev1.Service](cfg.Services.Store()),
+		pods:      informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		log:       cfg.Logger.With("controller", "ingress"),
+		reported:  map[string]string{},
+		created:   map[string]time.Time{},
+		deleted:   map[string]time.Time{},
+	}
+	c.loop = reconcile.New("ingress", cfg.Clock)
+	// One worker: the configuration is one, and deliveries to a pod must not overlap.
+	c.loop.Workers = 1
+	c.loop.Sync, c.loop.Logger = c.sync, cfg.Logger
+	c.loop.Keys = func() []string { return []string{syncKey} }
+	c.loop.Synced = []func() bool{cfg.Ingresses.HasSynced, cfg.Services.HasSynced, cfg.Pods.HasSynced}
+	if cfg.Resync > 0 {
+		c.loop.Resync = cfg.Resync
+	}
+	everyChange := informer.HandlerFuncs{
+		AddFunc:    func(runtime.Object) { c.loop.Add(syncKey) },
+		UpdateFunc: func(runtime.Object, runtime.Object) { c.loop.Add(syncKey) },
+		DeleteFunc: func(runtime.Object) { c.loop.Add(syncKey) },
+	}
+	cfg.Ingresses.AddEventHandler(everyChange)
+	cfg.Services.AddEventHandler(everyChange)
+	ours := func(obj runtime.Object) {
+		if p, ok := informer.DeletedObject(obj).(*corev1.Pod); ok && p.Namespace == cfg.Namespace && p.Labels[LabelManagedBy] == ManagedBy {
+			c.loop.Add(syncKey)
+		}
+	}
+	cfg.Pods.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    ours,
+		UpdateFunc: func(_, obj runtime.Object) { ours(obj) },
+		DeleteFunc: ours,
+	})
+	return c
+}
+
+// Start reconciles until ctx ends.
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
+
+func (c *Controller) podLabels() map[string]string {
+	return map[string]string{LabelName: c.cfg.Service, LabelManagedBy: ManagedBy}
+}
+
+// sync makes everything match the Ingresses: the nginx Service and pods, the rendered
+// configuration in every running nginx, each Ingress's status and its Warning events.
+func (c *Controller) sync(ctx context.Context, _ string) error {
+	all, err := c.ingresses.List(nil)
+	if err != nil {
+		return err
+	}
+	var ings []*networkingv1.Ingress
+	for _, ing := range all {
+		if OfClass(ing, c.cfg.Class) {
+			ings = append(ings, ing)
+		}
+	}
+	nginxSvc, _ := c.services.Get(c.cfg.Namespace, c.cfg.Service)
+	if len(ings) == 0 && nginxSvc == nil {
+		return nil // nothing to serve: no nginx runs before the first Ingress
+	}
+	var errs []error
+	if nginxSvc == nil {
+		if err := c.ensureService(ctx); err != nil {
+			return err
+		}
+		// The Service's ClusterIP arrives with its event, which syncs again.
+	}
+	// No Ingress, no nginx: the Service stays (its ClusterIP is what the hosts resolve to),
+	// the pods go until the next Ingress.
+	replicas := c.cfg.Replicas
+	if len(ings) == 0 {
+		replicas = 0
+	}
+	if err := c.syncPods(ctx, replicas); err != nil {
+		errs = append(errs, err)
+	}
+
+	cfg, problems := Resolve(ings, func(ns, name string) *corev1.Service {
+		s, err := c.services.Get(ns, name)
+		if err != nil {
+			return nil
+		}
+		return s
+	})
+	conf := Render(cfg)
+	hash := Hash(conf)
+	if hash != c.recorded {
+		if err := c.cfg.API.RecordConfig(ctx, c.cfg.Namespace, c.cfg.Service, conf); err != nil {
+			errs = append(errs, fmt.Errorf("record configuration: %w", err))
+		} else {
+			c.recorded = hash
+			c.log.Info("configuration rendered", "ingresses", len(ings), "servers", len(cfg.Servers), "hash", hash)
+		}
+	}
+	if err := c.deliver(ctx, conf, hash); err != nil {
+		errs = append(errs, err)
+	}
+	if nginxSvc != nil {
+		for _, ing := range ings {
+			if next := StatusUpdate(ing, nginxSvc.Spec.ClusterIP); next != nil {
+				if err := c.cfg.API.UpdateIngressStatus(ctx, next); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+					errs = append(errs, fmt.Errorf("status of ingress %s/%s: %w", ing.Namespace, ing.Name, err))
+				}
+			}
+		}
+	}
+	c.report(ings, problems)
+	return errors.Join(errs...)
+}
+
+func (c *Controller) ensureService(ctx context.Context) error {
+	if !c.nsReady {
+		if err := c.cfg.API.EnsureNamespace(ctx, c.cfg.Namespace); err != nil {
+			return fmt.Errorf("namespace %s: %w", c.cfg.Namespace, err)
+		}
+		c.nsReady = true
+	}
+	svc := &corev1.Service{}
+	svc.Namespace, svc.Name, svc.Labels = c.cfg.Namespace, c.cfg.Service, c.podLabels()
+	svc.Spec = corev1.ServiceSpec{
+		Type:     corev1.ServiceTypeNodePort,
+		Selector: map[string]string{LabelName: c.cfg.Service, LabelManagedBy: ManagedBy},
+		Ports: []corev1.ServicePort{{Name: "http", Port: HTTPPort, Protocol: corev1.ProtocolTCP,
+			TargetPort: intstr.FromString("http"), NodePort: c.cfg.NodePort}},
+	}
+	if err := c.cfg.API.CreateService(ctx, svc); err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
+		return fmt.Errorf("create service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	c.log.Info("created the nginx service", "service", svc.Namespace+"/"+svc.Name)
+	return nil
+}
+
+// managedPods are the nginx pods in the cache, less those deleted and not yet seen so, with
+// the count of those created and not yet seen.
+func (c *Controller) managedPods() ([]*corev1.Pod, int) {
+	cached, _ := c.pods.ListNamespace(c.cfg.Namespace, labels.SelectorFromSet(c.podLabels()))
+	now := c.cfg.Clock.Now()
+	seen := map[string]bool{}
+	var pods []*corev1.Pod
+	for _, p := range cached {
+		seen[p.Name] = true
+		delete(c.created, p.Name)
+		if _, ok := c.deleted[p.Name]; ok && p.DeletionTimestamp == nil {
+			continue // our delete is not in the cache yet
+		}
+		delete(c.deleted, p.Name)
+		pods = append(pods, p)
+	}
+	for name, at := range c.deleted {
+		if !seen[name] || now.Sub(at) > time.Minute {
+			delete(c.deleted, name)
+		}
+	}
+	for name, at := range c.created {
+		if now.Sub(at) > time.Minute {
+			delete(c.created, name) // its event was lost; the relist brings it
+		}
+	}
+	return pods, len(c.created)
+}
+
+func (c *Controller) syncPods(ctx context.Context, replicas int) error {
+	if !c.nsReady {
+		if err := c.cfg.API.EnsureNamespace(ctx, c.cfg.Namespace); err != nil {
+			return fmt.Errorf("namespace %s: %w", c.cfg.Namespace, err)
+		}
+		c.nsReady = true
+	}
+	pods, pending := c.managedPods()
+	plan := PlanPods(pods, pending, replicas)
+	var errs []error
+	now := c.cfg.Clock.Now()
+	for range plan.Create {
+		p, err := c.cfg.API.CreatePod(ctx, c.podSpec())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("create nginx pod: %w", err))
+			continue
+		}
+		c.created[p.Name] = now
+		c.log.Info("created nginx pod", "pod", p.Namespace+"/"+p.Name)
+	}
+	for _, p := range plan.Delete {
+		if err := c.cfg.API.DeletePod(ctx, p); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
+			errs = append(errs, fmt.Errorf("delete nginx pod %s: %w", p.Name, err))
+			continue
+		}
+		c.deleted[p.Name] = now
+		c.log.Info("deleted nginx pod", "pod", p.Namespace+"/"+p.Name, "phase", p.Status.Phase)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) podSpec() *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Namespace, p.GenerateName, p.Labels = c.cfg.Namespace, c.cfg.Service+"-", c.podLabels()
+	grace := int64(30)
+	p.Spec = corev1.PodSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Containers: []corev1.Container{{
+			Name:            Container,
+			Image:           c.cfg.Image,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Ports: []corev1.ContainerPort{
+				{Name: "http", ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},
+				{Name: "health", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP},
+			},
+			// Ready once a rendered configuration runs: only then does the Service send it
+			// traffic.
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(HealthPort)}},
+				PeriodSeconds: 2, FailureThreshold: 1, TimeoutSeconds: 2,
+			},
+		}},
+	}
+	return p
+}
+
+// deliver sends the configuration to every running nginx that does not run it yet, and
+// records on the pod what it runs.
+func (c *Controller) deliver(ctx context.Context, conf []byte, hash string) error {
+	pods, _ := c.pods.ListNamespace(c.cfg.Namespace, labels.SelectorFromSet(c.podLabels()))
+	var errs []error
+	for _, d := range PlanDeliveries(pods, Container, hash) {
+		if c.cfg.Deliverer == nil {
+			return errNoDeliverer
+		}
+		if err := c.cfg.Deliverer.Deliver(ctx, d.Pod, Container, conf); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := c.cfg.API.AnnotatePod(ctx, d.Pod, ConfigAnnotation, hash+" "+d.ContainerID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("annotate nginx pod %s: %w", d.Pod.Name, err))
+			continue
+		}
+		c.log.Info("configuration delivered and reloaded", "pod", d.Pod.Namespace+"/"+d.Pod.Name, "hash", hash)
+	}
+	return errors.Join(errs...)
+}
+
+// report sends each Ingress's problems as Warning events when they differ from what was last
+// reported for it (the same problems every resync would only bump the events' counts).
+func (c *Controller) report(ings []*networkingv1.Ingress, problems []Problem) {
+	by := map[string][]Problem{}
+	for _, p := range problems {
+		by[p.Ingress] = append(by[p.Ingress], p)
+	}
+	live := map[string]bool{}
+	for _, ing := range ings {
+		k := key(ing)
+		live[k] = true
+		var sig strings.Builder
+		fmt.Fprintf(&sig, "%s/%d;", ing.UID, ing.Generation)
+		for _, p := range by[k] {
+			sig.WriteString(p.Reason + ":" + p.Message + ";")
+		}
+		if c.reported[k] == sig.String() {
+			continue
+		}
+		c.reported[k] = sig.String()
+		for _, p := range by[k] {
+			c.cfg.Recorder.Eventf(ing, corev1.EventTypeWarning, p.Reason, "%s", p.Message)
+		}
+		if len(by[k]) == 0 {
+			c.cfg.Recorder.Eventf(ing, corev1.EventTypeNormal, EventSync, "Scheduled for sync")
+		}
+	}
+	for _, k := range slices.Collect(maps.Keys(c.reported)) {
+		if !live[k] {
+			delete(c.reported, k)
+		}
+	}
+}
