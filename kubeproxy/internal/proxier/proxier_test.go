@@ -189,3 +189,5 @@ func kernel(t *testing.T, tables *fake.Tables) rules.State {
 	}
 	return s
 }
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -1,0 +1,2 @@
+// Package catalogtest makes clusters of a given size for tests and benchmarks.
+package catalogtest
