@@ -15,6 +15,7 @@ import (
 
 	"minik8s.io/kubelet/internal/app"
 	"minik8s.io/kubelet/internal/nodestatus"
+	"minik8s.io/kubelet/internal/pods/dns"
 	"minik8s.io/kubelet/internal/streaming"
 	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/logging"
@@ -30,7 +31,7 @@ func home() string {
 
 func main() {
 	var cfg app.Config
-	var nodeConfig, nodeName, internalIP, cniDirs string
+	var nodeConfig, nodeName, internalIP, cniDirs, clusterDNS string
 	var logOpts logging.Options
 	fs := flag.NewFlagSet("kubelet", flag.ExitOnError)
 	fs.StringVar(&nodeConfig, "node-config", "", "node config file (YAML: name, labels, roles, taints, addresses)")
@@ -48,6 +49,9 @@ func main() {
 	fs.StringVar(&cfg.BridgeName, "cni-bridge", "minik8s0", "the pod bridge on this node")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", app.DefaultClusterCIDR, "the whole pod network (the apiserver's --cluster-cidr): pod traffic leaving it is masqueraded, traffic to and from it is accepted in FORWARD")
 	fs.StringVar(&cfg.NetworkMode, "network-mode", "host-gw", "how pods reach other nodes' pods: host-gw (a route to each node's pod CIDR via its InternalIP; nodes on one L2 segment) or vxlan (a VXLAN device, VNI 1, UDP 8472)")
+	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated cluster DNS server addresses that ClusterFirst pods resolve with (e.g. 169.254.20.10, where kubeproxy serves DNS); empty keeps pods on the node's resolver")
+	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", dns.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain>")
+	fs.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration, the base of pods with dnsPolicy Default and of ClusterFirst pods' search path")
 	fs.DurationVar(&cfg.PLEGPeriod, "pleg-period", time.Second, "how often containers are relisted from Docker")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", 30*time.Second, "how often the node's pods are relisted from the API")
 	fs.DurationVar(&cfg.UsagePeriod, "node-usage-period", 10*time.Second, "how often the pods' CPU and memory are sampled for the Node's minik8s.io/usage-* annotations (written on change or every minute); 1s to 1m, 0 for the default, negative disables")
@@ -80,6 +84,11 @@ func main() {
 		cfg.RootDir = filepath.Join("/var/lib/minik8s/kubelet", cfg.Node.Name)
 	}
 	cfg.CNIBinDirs = strings.Split(cniDirs, ",")
+	for _, ip := range strings.Split(clusterDNS, ",") {
+		if ip = strings.TrimSpace(ip); ip != "" {
+			cfg.ClusterDNS = append(cfg.ClusterDNS, ip)
+		}
+	}
 	if err := logOpts.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "kubelet: %v\n", err)
 		os.Exit(2)

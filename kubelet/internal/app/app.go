@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"minik8s.io/kubelet/internal/network"
 	"minik8s.io/kubelet/internal/network/cninet"
@@ -26,6 +28,7 @@ import (
 	"minik8s.io/kubelet/internal/nodestatus"
 	"minik8s.io/kubelet/internal/podcache/rediscache"
 	"minik8s.io/kubelet/internal/pods"
+	"minik8s.io/kubelet/internal/pods/dns"
 	"minik8s.io/kubelet/internal/runtime/dockerruntime"
 	"minik8s.io/kubelet/internal/server"
 	"minik8s.io/kubelet/internal/streaming"
@@ -57,7 +60,13 @@ type Config struct {
 	ClusterCIDR string
 	// NetworkMode is how pods reach other nodes' pods (--network-mode): host-gw or vxlan.
 	NetworkMode string
-	PLEGPeriod  time.Duration
+	// ClusterDNS (--cluster-dns) is what ClusterFirst pods resolve with, under ClusterDomain
+	// (--cluster-domain); none keeps them on the node's resolver. ResolvConf (--resolv-conf)
+	// is the node's resolver configuration pods build on.
+	ClusterDNS    []string
+	ClusterDomain string
+	ResolvConf    string
+	PLEGPeriod    time.Duration
 	// RelistPeriod is how often the desired pods are relisted from the API (the bus is a hint).
 	RelistPeriod time.Duration
 	// UsagePeriod is how often the node's usage is sampled for its Node's annotations;
@@ -99,6 +108,19 @@ func (c *Config) Validate() error {
 	}
 	if _, err := nodenet.ParseMode(c.NetworkMode); err != nil {
 		return fmt.Errorf("--network-mode: %w", err)
+	}
+	for _, ip := range c.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			return fmt.Errorf("--cluster-dns: %q is not an IP address", ip)
+		}
+	}
+	if len(c.ClusterDNS) > dns.MaxNameservers {
+		return fmt.Errorf("--cluster-dns: %d servers, at most %d fit a resolv.conf", len(c.ClusterDNS), dns.MaxNameservers)
+	}
+	if d := c.ClusterDomain; d != "" {
+		if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
+			return fmt.Errorf("--cluster-domain %q: %s", d, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }
@@ -253,6 +275,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		NodeName: node, HostIP: hostIP, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage,
 		Lookup: apiLookup{cms: client.MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](cl),
 			secrets: client.MustFor[*corev1.Secret, *corev1.SecretList](cl)},
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
 		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: recorder,
 		Logger: log.With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
 	})

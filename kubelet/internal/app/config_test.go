@@ -32,6 +32,10 @@ func TestValidate(t *testing.T) {
 		{"unknown network mode", func(c *Config) { c.NetworkMode = "flannel" }, `--network-mode: network mode "flannel"`},
 		{"no cluster CIDR", func(c *Config) { c.ClusterCIDR = "" }, "--cluster-cidr"},
 		{"IPv6 cluster CIDR", func(c *Config) { c.ClusterCIDR = "fd00:10::/48" }, "--cluster-cidr"},
+		{"cluster DNS", func(c *Config) { c.ClusterDNS, c.ClusterDomain = []string{"169.254.20.10"}, "cluster.local" }, ""},
+		{"cluster DNS not an address", func(c *Config) { c.ClusterDNS = []string{"dns.local"} }, `--cluster-dns: "dns.local"`},
+		{"four cluster DNS servers", func(c *Config) { c.ClusterDNS = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"} }, "at most 3"},
+		{"bad cluster domain", func(c *Config) { c.ClusterDomain = "Cluster_Local" }, "--cluster-domain"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()

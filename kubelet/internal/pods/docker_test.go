@@ -91,6 +91,7 @@ func TestDockerPodLifecycle(t *testing.T) {
 	start := func() (*Manager, func()) {
 		m := New(Config{
 			NodeName: "n1", HostIP: "127.0.0.1", RootDir: root, Runtime: rt, Network: net,
+			ClusterDNS: []string{"169.254.20.10"}, ClusterDomain: "cluster.local",
 			Status: status, Finalizer: fin, Recorder: record.NewFake(1000), Clock: clock.Real{},
 			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 			RelistPeriod: 200 * time.Millisecond, ResyncPeriod: 2 * time.Second,
@@ -166,6 +167,12 @@ func TestDockerPodLifecycle(t *testing.T) {
 	})
 	if res, err := docker.Exec(t.Context(), reader.ID, []string{"hostname"}); err != nil || strings.TrimSpace(string(res.Output)) != "pair" {
 		t.Errorf("hostname in reader = %q, %v; want the pod name from the shared UTS namespace", res.Output, err)
+	}
+	// Docker leaves the kubelet's resolv.conf in place of its own, also in a container that
+	// joins the sandbox's network namespace.
+	wantResolv := "search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver 169.254.20.10\noptions ndots:5\n"
+	if res, err := docker.Exec(t.Context(), reader.ID, []string{"cat", "/etc/resolv.conf"}); err != nil || string(res.Output) != wantResolv {
+		t.Errorf("/etc/resolv.conf in reader = %q, %v; want %q", res.Output, err, wantResolv)
 	}
 
 	// A killed container comes back.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,15 +92,49 @@ type harness struct {
 	root     string
 	m        *Manager
 	stop     func()
+	// configure, when set, adjusts the Manager's Config before each start.
+	configure func(*Config)
+	creates   *createLog
+}
+
+// createLog keeps the configuration of every container created.
+type createLog struct {
+	mu      sync.Mutex
+	configs []runtime.ContainerConfig
+}
+
+func (c *createLog) add(cfg runtime.ContainerConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.configs = append(c.configs, cfg)
+}
+
+// last is the configuration of the last container created whose name starts with prefix.
+func (c *createLog) last(prefix string) (runtime.ContainerConfig, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.configs) - 1; i >= 0; i-- {
+		if strings.HasPrefix(c.configs[i].Name, prefix) {
+			return c.configs[i], true
+		}
+	}
+	return runtime.ContainerConfig{}, false
 }
 
 func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith is newHarness with configure applied to the Manager's Config.
+func newHarnessWith(t *testing.T, configure func(*Config)) *harness {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	h := &harness{
 		t: t, clk: clk, rt: rtfake.New(clk), net: netfake.New("10.244.1.0/24"),
 		status: &statusLog{writes: map[types.UID][]corev1.PodStatus{}},
 		events: record.NewFake(10000), root: t.TempDir(), podLists: &listCounter{n: map[string]int{}},
+		configure: configure, creates: &createLog{},
 	}
 	h.fin = &finalizer{h: h}
 	for _, img := range []string{spec.DefaultSandboxImage, "echo:1", "echo:2", "busybox:1"} {
@@ -111,12 +146,16 @@ func newHarness(t *testing.T) *harness {
 
 // start runs a new Manager (a kubelet process) on the harness's runtime and network.
 func (h *harness) start() {
-	h.m = New(Config{
+	cfg := Config{
 		NodeName: "n1", HostIP: "192.168.1.2", RootDir: h.root,
-		Runtime: thinList{h.rt, h.podLists}, Network: h.net, Status: h.status, Finalizer: h.fin, Recorder: h.events, Clock: h.clk,
+		Runtime: thinList{h.rt, h.podLists, h.creates}, Network: h.net, Status: h.status, Finalizer: h.fin, Recorder: h.events, Clock: h.clk,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RelistPeriod: time.Second, ResyncPeriod: 10 * time.Second,
-	})
+	}
+	if h.configure != nil {
+		h.configure(&cfg)
+	}
+	h.m = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.m.Start(ctx) }()
@@ -256,6 +295,12 @@ type rtCall = rtfake.Call
 type thinList struct {
 	*rtfake.Runtime
 	podLists *listCounter
+	creates  *createLog
+}
+
+func (l thinList) Create(ctx context.Context, cfg runtime.ContainerConfig) (string, error) {
+	l.creates.add(cfg)
+	return l.Runtime.Create(ctx, cfg)
 }
 
 // listCounter counts, per pod uid, the lists of that pod's containers that found none.

@@ -54,6 +54,12 @@ type Config struct {
 	RootDir      string
 	SandboxImage string
 	Lookup       spec.Lookup
+	// ClusterDNS and ClusterDomain (--cluster-dns, --cluster-domain) and ResolvConf, the
+	// node's resolver configuration (--resolv-conf), decide each pod's resolv.conf (see
+	// package dns).
+	ClusterDNS    []string
+	ClusterDomain string
+	ResolvConf    string
 
 	Runtime   runtime.Runtime
 	Network   network.Network

@@ -245,7 +245,7 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "Unable to mount volumes for pod %s: %v", formatPod(pod), err)
 		return err
 	}
-	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName}
+	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName, ResolvConf: m.resolvConf(pod)}
 	if a.nextInit >= 0 {
 		c := &pod.Spec.InitContainers[a.nextInit]
 		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
@@ -263,6 +263,9 @@ func (m *Manager) createSandbox(ctx context.Context, w *worker, pod *corev1.Pod,
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cfg := m.builder.Sandbox(pod, attempt)
+	if err := m.writeResolvConf(pod); err != nil {
+		return "", fmt.Errorf("create sandbox: %w", err)
+	}
 	if !m.images.present(cfg.Image) {
 		ok, err := m.cfg.Runtime.ImagePresent(cctx, cfg.Image)
 		if err == nil && !ok {

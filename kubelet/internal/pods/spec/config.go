@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,10 @@ import (
 
 	"minik8s.io/kubelet/internal/runtime"
 )
+
+// resolvConfMount is where a pod's resolv.conf is mounted; a volumeMount of the pod's own
+// there wins.
+const resolvConfMount = "/etc/resolv.conf"
 
 // DefaultSandboxImage is the pause image `make images` builds.
 const DefaultSandboxImage = "minik8s/pause:1.0"
@@ -37,6 +42,14 @@ type Env struct {
 	PodIP    string
 	HostIP   string
 	NodeName string
+	// ResolvConf is the host path of the pod's own resolv.conf (ResolvConfPath), mounted at
+	// /etc/resolv.conf; empty leaves the runtime's.
+	ResolvConf string
+}
+
+// ResolvConfPath is where the pod's resolv.conf is kept when it has one of its own.
+func (b Builder) ResolvConfPath(uid string) string {
+	return filepath.Join(b.PodDir(uid), "resolv.conf")
 }
 
 func (b Builder) sandboxImage() string {
@@ -79,6 +92,9 @@ func (b Builder) Container(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	mounts, err := mountsFor(c, volumes)
 	if err != nil {
 		return runtime.ContainerConfig{}, err
+	}
+	if env.ResolvConf != "" && !slices.ContainsFunc(mounts, func(m runtime.Mount) bool { return m.ContainerPath == resolvConfMount }) {
+		mounts = append(mounts, runtime.Mount{HostPath: env.ResolvConf, ContainerPath: resolvConfMount})
 	}
 	join := "container:" + sandboxID
 	return runtime.ContainerConfig{

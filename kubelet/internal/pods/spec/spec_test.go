@@ -238,3 +238,35 @@ func (lookup) Secret(_ context.Context, _, name string) (*corev1.Secret, error) 
 	}
 	return &corev1.Secret{Data: map[string][]byte{"pw": []byte("secret")}}, nil
 }
+
+func TestContainerResolvConf(t *testing.T) {
+	b := Builder{RootDir: "/var/lib/kubelet"}
+	resolv := b.ResolvConfPath("u1")
+	if resolv != "/var/lib/kubelet/pods/u1/resolv.conf" {
+		t.Errorf("ResolvConfPath = %q", resolv)
+	}
+	for _, tt := range []struct {
+		name   string
+		own    bool // the pod mounts a volume at /etc/resolv.conf itself
+		env    string
+		mounts []runtime.Mount
+	}{
+		{"the pod's resolv.conf", false, resolv, []runtime.Mount{{HostPath: resolv, ContainerPath: "/etc/resolv.conf"}}},
+		{"none: the runtime's", false, "", nil},
+		{"the pod's own volume there wins", true, resolv, []runtime.Mount{{HostPath: "/host/dns", ContainerPath: "/etc/resolv.conf"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod()
+			if tt.own {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "dns", MountPath: "/etc/resolv.conf"}}
+			}
+			got, err := b.Container(t.Context(), p, &p.Spec.Containers[0], "sb1", 0, Env{ResolvConf: tt.env}, map[string]string{"dns": "/host/dns"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.mounts, got.Mounts); d != "" {
+				t.Errorf("mounts (-want +got):\n%s", d)
+			}
+		})
+	}
+}
