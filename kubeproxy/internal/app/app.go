@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("dns address %s: %w", s.dnsAddr, err)
 	}
-	log.Info("starting", "node", cfg.Node, "queue", cfg.Queue, "clusterCIDR", s.rules.ClusterCIDR, "serviceCIDR", s.serviceNet,
+	log.Info("starting", "queue", cfg.Queue, "clusterCIDR", s.rules.ClusterCIDR, "serviceCIDR", s.serviceNet,
 		"nodeIP", s.nodeIP, "balance", s.rules.Balance, "dnsAddress", s.dnsAddr, "dnsLink", link, "hostsFile", cfg.HostsFile)
 
 	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}

@@ -13,13 +13,19 @@ import (
 // DefaultLink is the dummy link kubeproxy makes for the DNS address.
 const DefaultLink = "minik8s-dns"
 
-// Ensure makes addr local: if no link has it, it is added as addr/32 to the dummy link named
-// link (created and brought up if missing), or to lo when dummy links are not supported. It
-// returns the link that holds the address. Idempotent; nothing is removed on exit, so a
-// restarting kubeproxy finds it in place.
+// Ensure makes addr local: if no link has it and the kernel does not take it as local already
+// (127.0.0.0/8), it is added as addr/32 to the dummy link named link (created and brought up if
+// missing), or to lo when dummy links are not supported. It returns the link that holds the
+// address ("local" for one that is local without being on a link). Idempotent; nothing is
+// removed on exit, so a restarting kubeproxy finds it in place.
 func Ensure(addr netip.Addr, link string) (string, error) {
 	if holder, err := holderOf(addr); err != nil || holder != "" {
 		return holder, err
+	}
+	// Binding succeeds exactly for addresses the kernel delivers locally.
+	if c, err := net.ListenPacket("udp4", netip.AddrPortFrom(addr, 0).String()); err == nil {
+		c.Close()
+		return "local", nil
 	}
 	l, err := dummy(link)
 	if err != nil {

@@ -55,3 +55,15 @@ func TestEnsure(t *testing.T) {
 		t.Errorf("listen on the address: %v", err)
 	}
 }
+
+// TestEnsureLoopbackRange leaves an address of 127.0.0.0/8 alone: it is local already.
+func TestEnsureLoopbackRange(t *testing.T) {
+	ns := netnstest.New(t)
+	var got string
+	if err := netns.Do(ns, func() (err error) { got, err = Ensure(netip.MustParseAddr("127.0.0.153"), DefaultLink); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got != "local" {
+		t.Errorf("127.0.0.153 put on %q; want it left alone", got)
+	}
+}
