@@ -22,8 +22,9 @@ import (
 
 // API is the writes the controller makes.
 type API interface {
-	Create(ctx context.Context, ep *corev1.Endpoints) error
-	Update(ctx context.Context, ep *corev1.Endpoints) error
+	// Create and Update return the stored object.
+	Create(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error)
+	Update(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error)
 	Delete(ctx context.Context, ep *corev1.Endpoints) error
 }
 
@@ -36,14 +37,12 @@ type clientAPI struct {
 	eps *client.Typed[*corev1.Endpoints, *corev1.EndpointsList]
 }
 
-func (a clientAPI) Create(ctx context.Context, ep *corev1.Endpoints) error {
-	_, err := a.eps.Create(ctx, ep, metav1.CreateOptions{})
-	return err
+func (a clientAPI) Create(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error) {
+	return a.eps.Create(ctx, ep, metav1.CreateOptions{})
 }
 
-func (a clientAPI) Update(ctx context.Context, ep *corev1.Endpoints) error {
-	_, err := a.eps.Update(ctx, ep, metav1.UpdateOptions{})
-	return err
+func (a clientAPI) Update(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error) {
+	return a.eps.Update(ctx, ep, metav1.UpdateOptions{})
 }
 
 func (a clientAPI) Delete(ctx context.Context, ep *corev1.Endpoints) error {
@@ -69,6 +68,7 @@ type Controller struct {
 	pods      informer.Lister[*corev1.Pod]
 	endpoints informer.Lister[*corev1.Endpoints]
 	loop      *reconcile.Loop
+	written   reconcile.Written
 	log       *slog.Logger
 }
 
@@ -76,6 +76,9 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	c := &Controller{
 		cfg:       cfg,
@@ -95,12 +98,23 @@ func New(cfg Config) *Controller {
 	}
 	cfg.Services.AddEventHandler(backends.ServiceHandler(c.loop.Add))
 	cfg.Pods.AddEventHandler(backends.Services{Lister: c.services}.PodHandler(c.loop.Add))
-	// Someone else changing or deleting an Endpoints gets it put back.
+	// Someone else changing or deleting an Endpoints gets it put back; our own writes
+	// reaching the cache end the wait for them.
 	cfg.Endpoints.AddEventHandler(informer.HandlerFuncs{
-		UpdateFunc: func(_, obj runtime.Object) { c.enqueueOwn(obj) },
+		AddFunc: c.seen,
+		UpdateFunc: func(_, obj runtime.Object) {
+			c.seen(obj)
+			c.enqueueOwn(obj)
+		},
 		DeleteFunc: c.enqueueOwn,
 	})
 	return c
+}
+
+func (c *Controller) seen(obj runtime.Object) {
+	if ep, ok := obj.(*corev1.Endpoints); ok {
+		c.written.Behind(backends.Key(ep.Namespace, ep.Name), ep.ResourceVersion, c.cfg.Clock.Now())
+	}
 }
 
 func (c *Controller) enqueueOwn(obj runtime.Object) {
@@ -149,15 +163,26 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if !backends.Selects(svc) {
 		return nil // a user's Endpoints, or none
 	}
+	cachedRV := ""
+	if current != nil {
+		cachedRV = current.ResourceVersion
+	}
+	if c.written.Behind(key, cachedRV, c.cfg.Clock.Now()) {
+		// Our last write is not in the cache yet: a write from the older object would only
+		// conflict.
+		return reconcile.Requeue{After: 100 * time.Millisecond}
+	}
 	pods, err := c.pods.ListNamespace(ns, labels.SelectorFromSet(svc.Spec.Selector))
 	if err != nil {
 		return err
 	}
 	desired := Desired(svc, pods)
 	if current == nil {
-		if err := c.cfg.API.Create(ctx, desired); err != nil {
+		out, err := c.cfg.API.Create(ctx, desired)
+		if err != nil {
 			return fmt.Errorf("create endpoints %s: %w", key, err)
 		}
+		c.written.Wrote(key, out.ResourceVersion, c.cfg.Clock.Now())
 		c.log.Debug("created endpoints", "key", key)
 		return nil
 	}
@@ -167,9 +192,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	// The resourceVersion read from the cache guards the write: a Conflict means the cache
 	// is behind, and the requeue reconciles from the newer object.
-	if err := c.cfg.API.Update(ctx, next); err != nil {
+	out, err := c.cfg.API.Update(ctx, next)
+	if err != nil {
 		return fmt.Errorf("update endpoints %s: %w", key, err)
 	}
+	c.written.Wrote(key, out.ResourceVersion, c.cfg.Clock.Now())
 	c.log.Debug("updated endpoints", "key", key)
 	return nil
 }

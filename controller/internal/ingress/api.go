@@ -70,9 +70,8 @@ func (a clientAPI) AnnotatePod(ctx context.Context, pod *corev1.Pod, key, value 
 	return err
 }
 
-func (a clientAPI) UpdateIngressStatus(ctx context.Context, ing *networkingv1.Ingress) error {
-	_, err := a.ingresses.UpdateStatus(ctx, ing, metav1.UpdateOptions{})
-	return err
+func (a clientAPI) UpdateIngressStatus(ctx context.Context, ing *networkingv1.Ingress) (*networkingv1.Ingress, error) {
+	return a.ingresses.UpdateStatus(ctx, ing, metav1.UpdateOptions{})
 }
 
 func (a clientAPI) RecordConfig(ctx context.Context, namespace, name string, conf []byte) error {

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +55,8 @@ type API interface {
 	DeletePod(ctx context.Context, pod *corev1.Pod) error
 	// AnnotatePod sets one annotation on a pod (a merge patch).
 	AnnotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error
-	UpdateIngressStatus(ctx context.Context, ing *networkingv1.Ingress) error
+	// UpdateIngressStatus returns the stored Ingress.
+	UpdateIngressStatus(ctx context.Context, ing *networkingv1.Ingress) (*networkingv1.Ingress, error)
 	// RecordConfig stores the rendered configuration in the ConfigMap name of namespace.
 	RecordConfig(ctx context.Context, namespace, name string, conf []byte) error
 }
@@ -94,7 +94,8 @@ type Controller struct {
 	reported map[string]string // Ingress key -> problems last reported as events
 	// created are pods created and not yet seen in the cache, with when; deleted likewise.
 	created, deleted map[string]time.Time
-	mu               sync.Mutex
+	// statuses are the Ingress status writes not yet in the cache.
+	statuses reconcile.Written
 }
 
 // New returns a controller with its handlers registered; nothing runs until Start.
@@ -145,6 +146,10 @@ func New(cfg Config) *Controller {
 		DeleteFunc: func(runtime.Object) { c.loop.Add(syncKey) },
 	}
 	cfg.Ingresses.AddEventHandler(everyChange)
+	cfg.Ingresses.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    c.seen,
+		UpdateFunc: func(_, obj runtime.Object) { c.seen(obj) },
+	})
 	cfg.Services.AddEventHandler(everyChange)
 	ours := func(obj runtime.Object) {
 		if p, ok := informer.DeletedObject(obj).(*corev1.Pod); ok && p.Namespace == cfg.Namespace && p.Labels[LabelManagedBy] == ManagedBy {
@@ -157,6 +162,12 @@ func New(cfg Config) *Controller {
 		DeleteFunc: ours,
 	})
 	return c
+}
+
+func (c *Controller) seen(obj runtime.Object) {
+	if ing, ok := obj.(*networkingv1.Ingress); ok {
+		c.statuses.Behind(key(ing), ing.ResourceVersion, c.cfg.Clock.Now())
+	}
 }
 
 // Start reconciles until ctx ends.
@@ -221,11 +232,19 @@ func (c *Controller) sync(ctx context.Context, _ string) error {
 		errs = append(errs, err)
 	}
 	if nginxSvc != nil {
+		now := c.cfg.Clock.Now()
 		for _, ing := range ings {
-			if next := StatusUpdate(ing, nginxSvc.Spec.ClusterIP); next != nil {
-				if err := c.cfg.API.UpdateIngressStatus(ctx, next); err != nil && !errors.Is(err, apierror.ErrNotFound) {
-					errs = append(errs, fmt.Errorf("status of ingress %s/%s: %w", ing.Namespace, ing.Name, err))
-				}
+			next := StatusUpdate(ing, nginxSvc.Spec.ClusterIP)
+			if next == nil || c.statuses.Behind(key(ing), ing.ResourceVersion, now) {
+				continue // done, or our write is on its way to the cache (its event syncs again)
+			}
+			out, err := c.cfg.API.UpdateIngressStatus(ctx, next)
+			if err != nil && !errors.Is(err, apierror.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("status of ingress %s/%s: %w", ing.Namespace, ing.Name, err))
+				continue
+			}
+			if err == nil {
+				c.statuses.Wrote(key(ing), out.ResourceVersion, now)
 			}
 		}
 	}
