@@ -17,8 +17,8 @@ func TestWritten(t *testing.T) {
 		after  time.Duration
 		want   bool
 	}{
-		{"", 0, true},   // created, not in the cache yet
-		{"9", 0, true},  // the cache has the version before the write
+		{"", 0, true},  // created, not in the cache yet
+		{"9", 0, true}, // the cache has the version before the write
 		{"9", 31 * time.Second, false},
 		{"10", 0, false},
 	} {
