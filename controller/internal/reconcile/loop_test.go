@@ -1,0 +1,61 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLoop checks the loop's contract: every key from Keys is synced, a failing key is
+// retried until it succeeds, a Requeue comes back without counting as a failure, and Run
+// returns once ctx ends.
+func TestLoop(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	l := New("test", nil)
+	l.Keys = func() []string { return []string{"ok", "flaky", "waits"} }
+	l.Resync = time.Hour
+	l.Sync = func(_ context.Context, key string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[key]++
+		switch {
+		case key == "flaky" && calls[key] < 3:
+			return errors.New("not yet")
+		case key == "waits" && calls[key] < 2:
+			return Requeue{After: 10 * time.Millisecond}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		ok := calls["ok"] == 1 && calls["flaky"] == 3 && calls["waits"] == 2
+		snapshot := map[string]int{"ok": calls["ok"], "flaky": calls["flaky"], "waits": calls["waits"]}
+		mu.Unlock()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls %v, want ok 1, flaky 3, waits 2", snapshot)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := l.Queue.NumRequeues("waits"); n != 0 {
+		t.Errorf("a Requeue counted %d failures", n)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after ctx ended")
+	}
+}
