@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -359,25 +360,36 @@ func (c *Controller) podSpec() *corev1.Pod {
 	return p
 }
 
-// deliver sends the configuration to every running nginx that does not run it yet, and
-// records on the pod what it runs.
+// deliver sends the configuration to every running nginx that does not run it yet, at once
+// (a pod on an unreachable node costs its own timeout, not the others' delivery), and records
+// on each pod what it runs.
 func (c *Controller) deliver(ctx context.Context, conf []byte, hash string) error {
 	pods, _ := c.pods.ListNamespace(c.cfg.Namespace, labels.SelectorFromSet(c.podLabels()))
-	var errs []error
-	for _, d := range PlanDeliveries(pods, Container, hash) {
-		if c.cfg.Deliverer == nil {
-			return errNoDeliverer
-		}
-		if err := c.cfg.Deliverer.Deliver(ctx, d.Pod, Container, conf); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := c.cfg.API.AnnotatePod(ctx, d.Pod, ConfigAnnotation, hash+" "+d.ContainerID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("annotate nginx pod %s: %w", d.Pod.Name, err))
-			continue
-		}
-		c.log.Info("configuration delivered and reloaded", "pod", d.Pod.Namespace+"/"+d.Pod.Name, "hash", hash)
+	todo := PlanDeliveries(pods, Container, hash)
+	if len(todo) == 0 {
+		return nil
 	}
+	if c.cfg.Deliverer == nil {
+		return errNoDeliverer
+	}
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, d := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.cfg.Deliverer.Deliver(ctx, d.Pod, Container, conf); err != nil {
+				errs[i] = err
+				return
+			}
+			if err := c.cfg.API.AnnotatePod(ctx, d.Pod, ConfigAnnotation, hash+" "+d.ContainerID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+				errs[i] = fmt.Errorf("annotate nginx pod %s: %w", d.Pod.Name, err)
+				return
+			}
+			c.log.Info("configuration delivered and reloaded", "pod", d.Pod.Namespace+"/"+d.Pod.Name, "hash", hash)
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
