@@ -40,7 +40,7 @@ done
 [ ${#wanted[@]} -gt 0 ] || wanted=("${IMAGES[@]}")
 
 # The Debian base is tagged with the host's Debian release, whose suite it is made from.
-DEBIAN_SUITE= DEBIAN_TAG=
+DEBIAN_SUITE='' DEBIAN_TAG=''
 if [ -r /etc/os-release ]; then
   # shellcheck disable=SC1091
   DEBIAN_SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
