@@ -33,26 +33,52 @@ func ApplyRules(ipt IPTables, rs RuleSet) (bool, error) {
 		}
 	}
 	for _, j := range rs.Jumps {
-		ok, err := ipt.Exists(j.Table, j.From, j.Rule...)
+		ch, err := applyJump(ipt, j)
+		changed = changed || ch
 		if err != nil {
-			errs = append(errs, fmt.Errorf("iptables %s %s: %w", j.Table, j.From, err))
+			errs = append(errs, err)
+		}
+	}
+	return changed, errors.Join(errs...)
+}
+
+// applyJump keeps exactly one copy of a jump in its built-in chain: two kubelets sharing a
+// network namespace that start together may both have added it.
+func applyJump(ipt IPTables, j Jump) (bool, error) {
+	listed, err := ipt.List(j.Table, j.From)
+	if err != nil {
+		return false, fmt.Errorf("iptables %s %s: %w", j.Table, j.From, err)
+	}
+	want := ruleKey(j.Rule)
+	var found []int
+	num := 0
+	for _, line := range listed {
+		words := splitWords(line)
+		if len(words) < 2 || words[0] != "-A" {
 			continue
 		}
-		if ok {
-			continue
+		num++
+		if ruleKey(words[2:]) == want {
+			found = append(found, num)
 		}
+	}
+	if len(found) == 0 {
 		if j.Insert {
 			err = ipt.Insert(j.Table, j.From, 1, j.Rule...)
 		} else {
 			err = ipt.Append(j.Table, j.From, j.Rule...)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("iptables %s %s: jump: %w", j.Table, j.From, err))
-			continue
+			return false, fmt.Errorf("iptables %s %s: jump: %w", j.Table, j.From, err)
 		}
-		changed = true
+		return true, nil
 	}
-	return changed, errors.Join(errs...)
+	for i := len(found) - 1; i >= 1; i-- {
+		if err := ipt.DeleteById(j.Table, j.From, found[i]); err != nil {
+			return true, fmt.Errorf("iptables %s %s: duplicate jump %d: %w", j.Table, j.From, found[i], err)
+		}
+	}
+	return len(found) > 1, nil
 }
 
 func applyChain(ipt IPTables, c Chain) (bool, error) {

@@ -2,6 +2,7 @@ package nodenet
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -133,5 +134,34 @@ func TestApplyRules(t *testing.T) {
 	}
 	if got := ipt.Rules("filter", "FORWARD"); len(got) != 2 {
 		t.Errorf("FORWARD = %q, want one jump and Docker's rule", got)
+	}
+
+	// Two kubelets that started together both added the jump: one goes.
+	jump := rs.Jumps[1]
+	if err := ipt.Append("nat", "POSTROUTING", "-j", "DOCKER-POSTROUTING"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ipt.Append(jump.Table, jump.From, jump.Rule...); err != nil {
+		t.Fatal(err)
+	}
+	ipt.Calls()
+	if changed, err := ApplyRules(ipt, rs); err != nil || !changed {
+		t.Fatalf("ApplyRules with a duplicate jump = %v, %v; want a change", changed, err)
+	}
+	var jumpCalls []string
+	for _, c := range ipt.Calls() {
+		if strings.Contains(c, " POSTROUTING ") || strings.Contains(c, " FORWARD ") {
+			jumpCalls = append(jumpCalls, c)
+		}
+	}
+	if d := cmp.Diff([]string{"-t nat -D POSTROUTING 3"}, jumpCalls); d != "" {
+		t.Errorf("changes to the built-in chains (-want +got):\n%s", d)
+	}
+	want = []string{
+		"-m comment --comment minik8s pod network -j KUBELET-PODNET-POSTROUTING",
+		"-j DOCKER-POSTROUTING",
+	}
+	if d := cmp.Diff(want, ipt.Rules("nat", "POSTROUTING")); d != "" {
+		t.Errorf("POSTROUTING (-want +got):\n%s", d)
 	}
 }
