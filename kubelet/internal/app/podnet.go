@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync"
 
 	"github.com/coreos/go-iptables/iptables"
 
@@ -40,12 +41,15 @@ func newRoutes(cfg Config, node, hostIP string, agent podCIDRSource, nodes noden
 	} else {
 		ipt = t
 	}
+	var outside sync.Once
 	self := func() nodenet.Peer {
 		p := nodenet.Peer{Name: node}
 		if c, err := netip.ParsePrefix(agent.PodCIDR()); err == nil {
 			p.PodCIDR = c.Masked()
 			if !cluster.Contains(p.PodCIDR.Addr()) {
-				log.Warn("the node's pod CIDR is outside --cluster-cidr: its pods are masqueraded towards other nodes", "podCIDR", p.PodCIDR.String(), "clusterCIDR", cluster.String())
+				outside.Do(func() {
+					log.Warn("the node's pod CIDR is outside --cluster-cidr: its pods are masqueraded towards other nodes", "podCIDR", p.PodCIDR.String(), "clusterCIDR", cluster.String())
+				})
 			}
 		}
 		if ip, err := netip.ParseAddr(hostIP); err == nil {
