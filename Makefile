@@ -13,7 +13,7 @@ COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker 
                    elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
 COMPONENT_DOCKERFILES := $(wildcard build/Dockerfile.*)
 
-.PHONY: help up down reset build test test-unit test-compose bench images component-images fmt vet lint clean
+.PHONY: help up down reset cluster cluster-down build test test-unit test-compose bench images component-images fmt vet lint clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -26,6 +26,14 @@ down: ## stop what make up started; data in $(MINIK8S_HOME) stays
 
 reset: down ## stop and DELETE the state directory (certificates, tokens, etcd data, logs) and the cluster's RabbitMQ vhost
 	scripts/reset.sh
+
+NODES ?= 2
+cluster: ## a control plane and NODES (2) nodes on this host, each a network namespace with its own dockerd, kubelet, kubeproxy (idempotent)
+	scripts/up.sh prepare
+	scripts/cluster.sh up $(NODES)
+
+cluster-down: ## remove make cluster's nodes, control plane processes, bridge, routes, broker vhost and user
+	scripts/cluster.sh down
 
 build: ## build the binaries into bin/
 	scripts/up.sh build

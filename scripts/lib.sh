@@ -1,4 +1,4 @@
-# Shared by up.sh and down.sh: paths, the component table and small helpers.
+# Shared by up.sh, down.sh, cluster.sh and node.sh: paths, the component table and small helpers.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,6 +14,7 @@ BINARIES=(
   "kubelet=minik8s.io/kubelet/cmd/kubelet"
   "controller-manager=minik8s.io/controller/cmd/controller-manager"
   "scheduler=minik8s.io/scheduler/cmd/scheduler"
+  "kubeproxy=minik8s.io/kubeproxy/cmd/kubeproxy"
 )
 
 # Long-running components `make up` starts, in start order (down stops them in reverse).
@@ -30,53 +31,119 @@ APISERVER_PORT=${APISERVER_PORT:-6443}
 AMQP_URL=${AMQP_URL:-}
 RABBITMQ_API=${RABBITMQ_API:-http://127.0.0.1:15672}
 ETCD_SERVERS=${ETCD_SERVERS:-}
+# The embedded etcd's ports (when ETCD_SERVERS is empty), on 127.0.0.1; not 2379, so a system
+# etcd can run beside it.
+ETCD_CLIENT_PORT=${ETCD_CLIENT_PORT:-12379}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-12380}
 ADVERTISE_ADDRESS=${ADVERTISE_ADDRESS:-}
+# The pod network (each node gets a /24 of it from the apiserver) and the Services' range.
+CLUSTER_CIDR=${CLUSTER_CIDR:-10.244.0.0/16}
+SERVICE_CIDR=${SERVICE_CIDR:-10.96.0.0/12}
+# The components' kubeconfigs (the apiserver writes them to $MINIK8S_HOME/kubeconfigs).
+KUBECONFIG_DIR=${KUBECONFIG_DIR:-$MINIK8S_HOME/kubeconfigs}
 # The one node `make up` runs on this machine.
 NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
 KUBELET_PORT=${KUBELET_PORT:-10250}
+# The nodes the apiserver makes identities and kubeconfigs for (comma-separated).
+APISERVER_NODES=${APISERVER_NODES:-$NODE_NAME}
 
 apiserver_args() {
   printf '%s\n' --home "$MINIK8S_HOME" --bind-address "$APISERVER_BIND" \
     --secure-port "$APISERVER_PORT" --etcd-servers "$ETCD_SERVERS" --amqp-url "$AMQP_URL" \
-    --nodes "$NODE_NAME"
+    --nodes "$APISERVER_NODES" --cluster-cidr "$CLUSTER_CIDR"
+  if [ -z "$ETCD_SERVERS" ]; then
+    printf '%s\n' --embedded-etcd-client-url "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+      --embedded-etcd-peer-url "http://127.0.0.1:$ETCD_PEER_PORT"
+  fi
   if [ -n "$ADVERTISE_ADDRESS" ]; then printf '%s\n' --advertise-address "$ADVERTISE_ADDRESS"; fi
 }
 
 # /readyz with the admin token: anonymous access is off. The CA and token file appear only
 # once the apiserver has run its first-start setup, so both are read on every attempt.
-apiserver_ready() {
+apiserver_ready() { api_get /readyz >/dev/null 2>&1; }
+
+# api_get PATH prints what the apiserver on this host answers to GET PATH as admin (the
+# apiserver always listens on, or for, 127.0.0.1, which is in its certificate); api_call
+# METHOD PATH does the same with another method.
+api_get() { api_call GET "$1"; }
+api_call() {
   local ca=$MINIK8S_HOME/pki/ca.crt tokens=$MINIK8S_HOME/tokens.csv token
   [ -f "$ca" ] && [ -f "$tokens" ] || return 1
   token=$(awk -F, '$2 == "admin" { print $1; exit }' "$tokens")
-  curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" \
-    "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1
+  curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" -X "$1" "https://127.0.0.1:$APISERVER_PORT$2"
+}
+
+# node_ready NAME: the Node reports Ready=True.
+node_ready() {
+  local body
+  body=$(api_get "/api/v1/nodes/$1" 2>/dev/null) || return 1
+  body=$(printf '%s' "$body" | tr -d ' \n')
+  [[ $body == *'"type":"Ready","status":"True"'* ]]
 }
 
 kubelet_args() {
   printf '%s\n' --node-name "$NODE_NAME" --kubeconfig "$MINIK8S_HOME/kubeconfigs/node-$NODE_NAME.kubeconfig" \
     --root-dir "$MINIK8S_HOME/kubelet" --port "$KUBELET_PORT" --amqp-url "$AMQP_URL"
+  extra_args "$KUBELET_EXTRA_ARGS"
+}
+
+# The cluster's DNS address (where each node's kubeproxy serves DNS) and domain, the pod network
+# and how pods reach other nodes' pods: flags of every kubelet, passed when the binary has them.
+CLUSTER_DNS=${CLUSTER_DNS:-169.254.20.10}
+CLUSTER_DOMAIN=${CLUSTER_DOMAIN:-cluster.local}
+NETWORK_MODE=${NETWORK_MODE:-host-gw}
+kubelet_network_args() {
+  if has_flag kubelet cluster-dns; then printf '%s\n' --cluster-dns "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN"; fi
+  if has_flag kubelet cluster-cidr; then printf '%s\n' --cluster-cidr "$CLUSTER_CIDR"; fi
+  if has_flag kubelet network-mode; then printf '%s\n' --network-mode "$NETWORK_MODE"; fi
+}
+
+# kubeproxy: this host's Services (iptables), cluster DNS at CLUSTER_DNS, Ingress hosts in
+# /etc/hosts. It needs root.
+kubeproxy_args() {
+  printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/kubeproxy.kubeconfig" --node "$NODE_NAME" --amqp-url "$AMQP_URL" \
+    --cluster-cidr "$CLUSTER_CIDR" --service-cidr "$SERVICE_CIDR" --dns-address "$CLUSTER_DNS" \
+    --cluster-domain "$CLUSTER_DOMAIN"
+  extra_args "$KUBEPROXY_EXTRA_ARGS"
+}
+
+# kubeproxy serves /healthz on 127.0.0.1:10249 (its --metrics-address) once it has synced.
+kubeproxy_ready() { curl -fsS --max-time 3 http://127.0.0.1:10249/healthz >/dev/null 2>&1; }
+
+# has_flag BINARY FLAG: the binary in BIN_DIR lists -FLAG in its --help.
+has_flag() {
+  local out
+  [ -x "$BIN_DIR/$1" ] || return 1
+  out=$("$BIN_DIR/$1" --help 2>&1) || true
+  [[ $out =~ (^|$'\n')\ +--?$2[\ $'\n'] ]]
 }
 
 # A function name with '-' is fine in bash (not in POSIX sh); up.sh calls "${name}_args".
 controller-manager_args() {
-  printf '%s\n' --kubeconfig "$MINIK8S_HOME/kubeconfigs/controller-manager.kubeconfig" --amqp-url "$AMQP_URL"
+  printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/controller-manager.kubeconfig" --amqp-url "$AMQP_URL"
+  extra_args "$CONTROLLER_MANAGER_EXTRA_ARGS"
 }
 
 # The kubelet is ready when its Node reports Ready.
-kubelet_ready() {
-  local ca=$MINIK8S_HOME/pki/ca.crt tokens=$MINIK8S_HOME/tokens.csv token
-  token=$(awk -F, '$2 == "admin" { print $1; exit }' "$tokens")
-  curl -fsS --max-time 3 --cacert "$ca" -H "Authorization: Bearer $token" \
-    "https://127.0.0.1:$APISERVER_PORT/api/v1/nodes/$NODE_NAME" 2>/dev/null |
-    tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
-}
+kubelet_ready() { node_ready "$NODE_NAME"; }
 
 # The scheduler's strategy: balanced|roundrobin|random|leastpods|leastcpu|leastmemory.
 SCHEDULER_STRATEGY=${SCHEDULER_STRATEGY:-balanced}
 
 scheduler_args() {
-  printf '%s\n' --kubeconfig "$MINIK8S_HOME/kubeconfigs/scheduler.kubeconfig" --amqp-url "$AMQP_URL" \
+  printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/scheduler.kubeconfig" --amqp-url "$AMQP_URL" \
     --strategy "$SCHEDULER_STRATEGY"
+  extra_args "$SCHEDULER_EXTRA_ARGS"
+}
+
+# Extra flags for a component, word-split (e.g. CONTROLLER_MANAGER_EXTRA_ARGS="--node-monitor-period 1s").
+SCHEDULER_EXTRA_ARGS=${SCHEDULER_EXTRA_ARGS:-}
+CONTROLLER_MANAGER_EXTRA_ARGS=${CONTROLLER_MANAGER_EXTRA_ARGS:-}
+KUBELET_EXTRA_ARGS=${KUBELET_EXTRA_ARGS:-}
+KUBEPROXY_EXTRA_ARGS=${KUBEPROXY_EXTRA_ARGS:-}
+extra_args() {
+  # shellcheck disable=SC2086 # word splitting is the point
+  [ -z "$1" ] || printf '%s\n' $1
 }
 
 log() { printf '[minik8s] %s\n' "$*"; }
@@ -118,7 +185,89 @@ cluster_vhost() {
   printf 'minik8s-%s\n' "$(cat "$f")"
 }
 
-# rabbitmq_api METHOD PATH [JSON]: one management API call as guest (loopback only).
+# rabbitmq_api METHOD PATH [JSON]: one management API call, as guest (loopback only) unless
+# RABBITMQ_API names a user (http://user:password@host:port).
 rabbitmq_api() {
-  curl -fsS -u guest:guest -X "$1" -H 'content-type: application/json' ${3:+--data "$3"} "$RABBITMQ_API$2" >/dev/null
+  local auth=(-u guest:guest)
+  [[ $RABBITMQ_API != *@* ]] || auth=()
+  curl -fsS "${auth[@]}" -X "$1" -H 'content-type: application/json' ${3:+--data "$3"} "$RABBITMQ_API$2" >/dev/null
+}
+
+# ---- processes -------------------------------------------------------------------------
+# spawn PIDFILE LOGFILE ARGV... runs ARGV in the background in a session of its own, so it
+# outlives this shell and the CI step that ran it, output appended to LOGFILE. setsid, nohup
+# and nsenter exec in turn, so the pid written is the program's.
+spawn() {
+  local pidf=$1 logf=$2
+  shift 2
+  mkdir -p "$(dirname "$pidf")" "$(dirname "$logf")"
+  # fd 9 is with_lock's: a daemon that kept it would hold the lock for ever.
+  setsid nohup "$@" >>"$logf" 2>&1 </dev/null 9>&- &
+  echo $! >"$pidf"
+}
+
+# exited PID: the process is gone or a zombie (exited, not yet reaped).
+exited() {
+  local state
+  state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || state=
+  [ -z "$state" ] || [ "$state" = Z ]
+}
+
+# stop_pid NAME PID GRACE: SIGTERM, then SIGKILL after GRACE seconds.
+stop_pid() {
+  local name=$1 pid=$2 grace=$3 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < grace * 10; i++)); do
+    exited "$pid" && return 0
+    sleep 0.1
+  done
+  log "$name did not stop in ${grace}s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    exited "$pid" && return 0
+    sleep 0.1
+  done
+}
+
+# start_component NAME starts bin/NAME with the flags NAME_args prints, unless it runs.
+start_component() {
+  local name=$1 pid logf=$LOG_DIR/$1.log args=()
+  if pid=$(pid_of "$name"); then
+    log "$name already running (pid $pid)"
+    return
+  fi
+  mapfile -t args < <("${name}_args")
+  log "starting $name (log: $logf)"
+  spawn "$RUN_DIR/$name.pid" "$logf" "$BIN_DIR/$name" "${args[@]}"
+}
+
+# wait_component NAME waits until NAME_ready (when defined) succeeds; when the component exits
+# or is not ready in 90 s, the last lines of its log are printed and the script fails.
+wait_component() {
+  local name=$1 i
+  declare -F "${name}_ready" >/dev/null || return 0
+  for ((i = 0; i < 90; i++)); do
+    if "${name}_ready"; then log "$name ready"; return 0; fi
+    # The pid just started, not pid_of: until the child has exec'd, its command line is
+    # still this script's.
+    if exited "$(cat "$RUN_DIR/$name.pid")"; then
+      log "$name exited; last lines of $LOG_DIR/$name.log:"
+      tail -n 40 "$LOG_DIR/$name.log" >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+  log "$name not ready after 90s; last lines of $LOG_DIR/$name.log:"
+  tail -n 40 "$LOG_DIR/$name.log" >&2 || true
+  exit 1
+}
+
+# stop_component NAME stops a component make up (or make cluster) started on this host.
+stop_component() {
+  local name=$1 pid
+  if pid=$(pid_of "$name"); then
+    log "stopping $name (pid $pid)"
+    stop_pid "$name" "$pid" "${GRACE:-20}"
+  fi
+  rm -f "$RUN_DIR/$name.pid"
 }

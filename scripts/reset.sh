@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# make reset: after make down, delete the cluster's RabbitMQ vhost (with its queues) and its
-# state directory. A new make up then starts a new cluster from nothing.
+# make reset: after make down, remove make cluster's nodes if any, delete the cluster's RabbitMQ
+# vhost (with its queues) and its state directory. A new make up then starts a new cluster from
+# nothing.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
+
+# make cluster's nodes and network go first: their state is under $MINIK8S_HOME.
+if [ -f "$MINIK8S_HOME/cluster/env" ]; then
+  "$(dirname "$0")/cluster.sh" down
+fi
 
 if [ -s "$MINIK8S_HOME/cluster-id" ]; then
   vhost=$(cluster_vhost)

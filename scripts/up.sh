@@ -56,11 +56,11 @@ ensure_rabbitmq() {
   # more CPU per message in the scheduling benchmark (docs/benchmarks.md); one scheduler is
   # several times what the broker needs here.
   local env=/etc/rabbitmq/rabbitmq-env.conf restart=
-  local args="+sbwt none +sbwtdcpu none +sbwtdio none"
-  if [ "$(nproc)" -le 2 ]; then args="$args +S 1:1"; fi
-  local line="SERVER_ADDITIONAL_ERL_ARGS=\"$args\""
+  local erl_args="+sbwt none +sbwtdcpu none +sbwtdio none"
+  if [ "$(nproc)" -le 2 ]; then erl_args="$erl_args +S 1:1"; fi
+  local line="SERVER_ADDITIONAL_ERL_ARGS=\"$erl_args\""
   if ! grep -qsxF "$line" "$env"; then
-    log "configuring rabbitmq's Erlang schedulers: $args ($env)"
+    log "configuring rabbitmq's Erlang schedulers: $erl_args ($env)"
     $SUDO touch "$env"
     $SUDO sed -i '/^SERVER_ADDITIONAL_ERL_ARGS=/d' "$env"
     echo "$line" | $SUDO tee -a "$env" >/dev/null
@@ -103,41 +103,6 @@ build() {
 # Pods need the pause image and the examples the workload images; only missing ones are built.
 images() { "$ROOT/scripts/images.sh" --if-missing || die "image build failed; see the lines above"; }
 
-# ---- control plane ---------------------------------------------------------------------
-start_component() {
-  local name=$1 pid logf=$LOG_DIR/$1.log args=()
-  if pid=$(pid_of "$name"); then
-    log "$name already running (pid $pid)"
-    return
-  fi
-  mapfile -t args < <("${name}_args")
-  log "starting $name (log: $logf)"
-  # setsid + nohup: the component outlives this shell and the CI step that ran it.
-  setsid nohup "$BIN_DIR/$name" "${args[@]}" >>"$logf" 2>&1 </dev/null &
-  echo $! >"$RUN_DIR/$name.pid"
-}
-
-wait_component() {
-  local name=$1 i
-  declare -F "${name}_ready" >/dev/null || return 0
-  for ((i = 0; i < 90; i++)); do
-    if "${name}_ready"; then log "$name ready"; return 0; fi
-    # The pid just started, not pid_of: until the child has exec'd, its command line is
-    # still this script's. A zombie (exited, not yet reaped) counts as exited.
-    local state
-    state=$(cut -d' ' -f3 "/proc/$(cat "$RUN_DIR/$name.pid")/stat" 2>/dev/null) || state=
-    if [ -z "$state" ] || [ "$state" = Z ]; then
-      log "$name exited; last lines of $LOG_DIR/$name.log:"
-      tail -n 40 "$LOG_DIR/$name.log" >&2 || true
-      exit 1
-    fi
-    sleep 1
-  done
-  log "$name not ready after 90s; last lines of $LOG_DIR/$name.log:"
-  tail -n 40 "$LOG_DIR/$name.log" >&2 || true
-  exit 1
-}
-
 host() {
   ensure_packages
   ensure_docker
@@ -158,6 +123,9 @@ ensure_vhost() {
 }
 
 start() {
+  if [ -f "$MINIK8S_HOME/cluster/env" ]; then
+    die "a multi-node cluster (make cluster) uses $MINIK8S_HOME: make cluster-down first, or another MINIK8S_HOME"
+  fi
   mkdir -p "$RUN_DIR" "$LOG_DIR"
   chmod 700 "$MINIK8S_HOME"
   ensure_vhost
@@ -176,12 +144,14 @@ start() {
 MSG
 }
 
-# Stages run alone help when only one part needs redoing: host, build, images, start; default all.
+# Stages run alone help when only one part needs redoing: host, build, images, start; default
+# all. prepare is all but start (make cluster starts its own control plane and nodes).
 case "${1:-all}" in
   host) host ;;
   build) build ;;
   images) images ;;
   start) start ;;
+  prepare) host; build; images ;;
   all) host; build; images; start ;;
-  *) die "usage: $0 [all|host|build|images|start]" ;;
+  *) die "usage: $0 [all|host|build|images|start|prepare]" ;;
 esac
