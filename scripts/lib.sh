@@ -20,7 +20,7 @@ BINARIES=(
 # Long-running components `make up` starts, in start order (down stops them in reverse).
 # Each needs a function <name>_args printing its flags one per line, and may define
 # <name>_ready (return 0 when serving) for up.sh to wait on.
-COMPONENTS=(apiserver kubelet scheduler controller-manager)
+COMPONENTS=(apiserver kubelet kubeproxy scheduler controller-manager)
 
 APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
 APISERVER_PORT=${APISERVER_PORT:-6443}
@@ -84,6 +84,7 @@ node_ready() {
 kubelet_args() {
   printf '%s\n' --node-name "$NODE_NAME" --kubeconfig "$MINIK8S_HOME/kubeconfigs/node-$NODE_NAME.kubeconfig" \
     --root-dir "$MINIK8S_HOME/kubelet" --port "$KUBELET_PORT" --amqp-url "$AMQP_URL"
+  kubelet_network_args
   extra_args "$KUBELET_EXTRA_ARGS"
 }
 
