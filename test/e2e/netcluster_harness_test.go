@@ -2,45 +2,54 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
 	"minik8s.io/shared/client"
 )
 
-// A multi-node test runs each node as DESIGN section 7 describes: a network namespace with a
-// veth on a host bridge, and inside it the node's own containerd, dockerd, Redis and kubelet.
-// The control plane (apiserver, scheduler, controller-manager) runs on the host and listens
-// on the bridge address; everything the test makes is removed at cleanup.
+// A multi-node test builds its cluster with the scripts `make cluster` runs (scripts/cluster.sh
+// and scripts/node.sh), so there is one way to make a node: each a network namespace with a
+// veth on a host bridge, and inside it its own containerd, dockerd, Redis, kubelet and
+// kubeproxy; the control plane on the host, listening on the bridge address. The test's
+// cluster has a state directory, cluster id (so bridge, links, namespaces and cgroups), subnet,
+// pod network, ports and RabbitMQ vhost and user of its own, so it never collides with make
+// up's or make cluster's; `cluster.sh down` removes it at cleanup, after a failure too.
 
 const (
 	netnsDir = "/var/run/netns"
-	// procStopMax bounds a SIGTERM'd helper process; it is killed after that.
-	procStopMax = 45 * time.Second
+	// scriptTimeout bounds one cluster.sh or node.sh run (a node's start waits up to 90 s for
+	// each of its processes).
+	scriptTimeout = 10 * time.Minute
 )
 
-// The scheduler and controller-manager are built on first use, so the other e2e tests do not
-// depend on those modules compiling.
+// scriptsDir is the repository's scripts/, absolute: the scripts run from anywhere.
+var scriptsDir = func() string {
+	d, err := filepath.Abs(filepath.Join("..", "..", "scripts"))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
+
+// The scheduler, controller-manager and kubeproxy are built on first use, so the other e2e
+// tests do not depend on those modules compiling.
 var controlBins struct {
-	once                         sync.Once
-	scheduler, controllerManager string
-	err                          error
+	once sync.Once
+	err  error
 }
 
 func requireControlPlaneBinaries(t *testing.T) {
@@ -49,19 +58,16 @@ func requireControlPlaneBinaries(t *testing.T) {
 	controlBins.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		for _, b := range []struct {
-			out *string
-			pkg string
-		}{
-			{&controlBins.scheduler, "minik8s.io/scheduler/cmd/scheduler"},
-			{&controlBins.controllerManager, "minik8s.io/controller/cmd/controller-manager"},
+		for _, pkg := range []string{
+			"minik8s.io/scheduler/cmd/scheduler",
+			"minik8s.io/controller/cmd/controller-manager",
+			"minik8s.io/kubeproxy/cmd/kubeproxy",
 		} {
-			path := filepath.Join(bins.dir, filepath.Base(b.pkg))
-			if out, err := exec.CommandContext(ctx, "go", "build", "-o", path, b.pkg).CombinedOutput(); err != nil {
-				controlBins.err = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+			path := filepath.Join(bins.dir, filepath.Base(pkg))
+			if out, err := exec.CommandContext(ctx, "go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
+				controlBins.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 				return
 			}
-			*b.out = path
 		}
 	})
 	if controlBins.err != nil {
@@ -75,109 +81,11 @@ func requireNetTools(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the multi-node tests make network namespaces and run dockerd: run them as root")
 	}
-	for _, tool := range []string{"ip", "nsenter", "containerd", "dockerd", "redis-server", "redis-cli"} {
+	for _, tool := range []string{"ip", "nsenter", "unshare", "flock", "iptables", "curl", "containerd", "ctr", "dockerd", "redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the multi-node tests need %s on PATH: %v", tool, err)
+			t.Fatalf("the multi-node tests need %s on PATH (make up installs it): %v", tool, err)
 		}
 	}
-}
-
-// proc is one long-running process of a multi-node test, in a network namespace when netns
-// is set. nsenter --net (not ip netns exec, which remounts /sys and hides the cgroups) execs
-// the program, so the pid is the program's.
-type proc struct {
-	name, logPath string
-	cmd           *exec.Cmd
-	exited        chan struct{}
-	waitErr       error
-}
-
-func startProc(t *testing.T, name, logPath, netns string, argv ...string) *proc {
-	t.Helper()
-	if netns != "" {
-		argv = append([]string{"nsenter", "--net=" + filepath.Join(netnsDir, netns), "--"}, argv...)
-	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group: a Ctrl-C on the test does not hit it before cleanup stops it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &proc{name: name, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		_ = logf.Close()
-		close(p.exited)
-	}()
-	return p
-}
-
-func (p *proc) running() bool {
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop sends SIGTERM and waits; a process that hangs is killed and reported. One that had
-// already exited is reported too: nothing here is meant to exit on its own.
-func (p *proc) stop() error {
-	if p == nil {
-		return nil
-	}
-	if !p.running() {
-		return fmt.Errorf("%s had already exited: %v\nlast lines of its log:\n%s", p.name, p.waitErr, tailFile(p.logPath, 20))
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("sigterm %s: %w", p.name, err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(procStopMax):
-		p.kill()
-		return fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, procStopMax)
-	}
-	var exit *exec.ExitError
-	if p.waitErr != nil && (!errors.As(p.waitErr, &exit) || !exitedOnTerm(exit)) {
-		return fmt.Errorf("%s exited with %v after SIGTERM\nlast lines of its log:\n%s", p.name, p.waitErr, tailFile(p.logPath, 20))
-	}
-	return nil
-}
-
-// exitedOnTerm accepts a process that died of the SIGTERM it was sent (redis-server and
-// containerd may), as well as a clean exit.
-func exitedOnTerm(exit *exec.ExitError) bool {
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
-}
-
-// kill is SIGKILL and wait: a lost node, or the last resort.
-func (p *proc) kill() {
-	if !p.running() {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-func tailFile(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // execOK runs a short command and fails the test with its output on error.
@@ -200,38 +108,65 @@ func execErr(ctx context.Context, argv ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// freeBlock picks <prefix>.<n>.0/24 for n in [from, from+count) that no address, route or
-// iptables rule on this host names yet, and that is not among taken.
-func freeBlock(t *testing.T, prefix string, from, count int, taken ...string) string {
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// usedIPv4 is every address, route and NAT/filter rule of this host, as text: a block whose
+// prefix appears in it is taken.
+func usedIPv4(t *testing.T) string {
 	t.Helper()
 	var used strings.Builder
-	for _, args := range [][]string{{"ip", "-4", "-o", "addr"}, {"ip", "-4", "route"}, {"iptables-save", "-t", "nat"}, {"iptables-save", "-t", "filter"}} {
+	for _, args := range [][]string{{"ip", "-4", "-o", "addr"}, {"ip", "-4", "route", "show", "table", "all"}, {"iptables-save", "-t", "nat"}, {"iptables-save", "-t", "filter"}} {
 		used.WriteString(execOK(t, args...))
+	}
+	return used.String()
+}
+
+// freeBlock picks <prefix>.<n>.0/<bits> for n = from + k*size (k < count), whose size /24s no
+// address, route or iptables rule on this host names yet. The start is random, so two test
+// processes rarely race for the same block.
+func freeBlock(t *testing.T, prefix string, from, count, size int) string {
+	t.Helper()
+	used := usedIPv4(t)
+	bits := 24
+	for s := size; s > 1; s /= 2 {
+		bits--
 	}
 	start := int(time.Now().UnixNano() % int64(count))
 	for i := range count {
-		n := from + (start+i)%count
-		block := fmt.Sprintf("%s.%d.0/24", prefix, n)
-		if !strings.Contains(used.String(), fmt.Sprintf("%s.%d.", prefix, n)) && !slices.Contains(taken, block) {
-			return block
+		n := from + ((start+i)%count)*size
+		free := true
+		for j := range size {
+			if strings.Contains(used, fmt.Sprintf("%s.%d.", prefix, n+j)) {
+				free = false
+			}
+		}
+		if free {
+			return fmt.Sprintf("%s.%d.0/%d", prefix, n, bits)
 		}
 	}
-	t.Fatalf("no free %s.%d-%d.0/24 on this host", prefix, from, from+count-1)
+	t.Fatalf("no free %s.x.0/%d between %s.%d and %s.%d on this host", prefix, bits, prefix, from, prefix, from+count*size-1)
 	return ""
 }
 
-// netCluster is the host side of a multi-node test: a private RabbitMQ vhost and user, a
-// bridge with its own /24, an apiserver listening on the bridge address, and the Nodes,
-// created beforehand with their pod CIDRs.
+// netCluster is a multi-node cluster built by the scripts for one test.
 type netCluster struct {
-	id       string
-	bridge   string // host bridge, mk8sb<id>
-	subnet   string // its /24
-	hostIP   string // the bridge's address: where the nodes reach the apiserver and RabbitMQ
-	amqpURL  string // the test's vhost, for processes on the host
-	nodeAMQP string // the same through the bridge address, for the nodes
-	srv      *apiserver
-	ns       string // namespace of the test's pods
+	id          string // CLUSTER_ID: bridge mk8s-<id>, veths mk8s-<id>-<n>, namespaces mk8s-<id>-<node>
+	home        string // its MINIK8S_HOME
+	bridge      string
+	subnet      string // the bridge's /24
+	hostIP      string // the bridge's address: where the nodes reach the apiserver and RabbitMQ
+	clusterCIDR string // the pod network the apiserver hands nodes /24s of
+	vhost       string // its RabbitMQ vhost, also its user's name
+	env         []string
+	srv         *apiserver // only its home: the scripts run the apiserver
+	ns          string     // namespace of the test's pods
 
 	kubectlReal, kubectl kubectl
 	nodes                *client.Typed[*corev1.Node, *corev1.NodeList]
@@ -239,62 +174,88 @@ type netCluster struct {
 	events               *client.Typed[*corev1.Event, *corev1.EventList]
 	cl                   *client.Client
 
-	names   map[string]string // short name -> node name
-	cidrs   map[string]string // node name -> pod CIDR
-	started []*netNode
+	names   map[string]string   // short name -> node name
+	byShort map[string]*netNode // short name -> node
+	started []*netNode          // in the order the names were given
 }
 
-// startNetCluster prepares the host side for nodes named by short (e.g. "a", "b"); each
-// node's name is mk8s-<id>-<short>.
+// scriptEnv are the settings the scripts read; the test's environment must not leak one in.
+var scriptEnv = []string{"MINIK8S_HOME", "BIN_DIR", "NODES", "NODE_NAMES", "NODE_NAME", "NODE_PREFIX", "HOST_COMPONENTS",
+	"HOST_KUBEPROXY", "AMQP_URL", "ADVERTISE_ADDRESS", "ETCD_SERVERS", "SERVICE_CIDR", "NETWORK_MODE", "GRACE",
+	"SCHEDULER_STRATEGY", "KUBECONFIG_DIR", "APISERVER_", "ETCD_", "CLUSTER_", "RABBITMQ_", "KUBELET_", "KUBEPROXY_",
+	"SCHEDULER_", "CONTROLLER_MANAGER_"}
+
+func isScriptSetting(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	for _, s := range scriptEnv {
+		if k == s || (strings.HasSuffix(s, "_") && strings.HasPrefix(k, s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// startNetCluster starts the control plane's apiserver and nodes named by short (node-<short>)
+// with scripts/cluster.sh up, and waits until every node is Ready. The scheduler and the
+// controller-manager start with startControlPlane, once the nodes are there.
 func startNetCluster(t *testing.T, short ...string) *netCluster {
 	t.Helper()
 	requireIntegration(t)
 	requireNetTools(t)
 	requireDocker(t)
-	id := randomHex(t, 4)
-	c := &netCluster{id: id, bridge: "mk8sb" + id, ns: "multinode-" + id, names: map[string]string{}, cidrs: map[string]string{}}
-	c.subnet = freeBlock(t, "10.199", 1, 254)
-	c.hostIP = strings.TrimSuffix(c.subnet, "0/24") + "1"
-	c.setUpBroker(t)
-
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context())
-		if exec.CommandContext(ctx, "ip", "link", "show", c.bridge).Run() == nil {
-			if _, err := execErr(ctx, "ip", "link", "del", c.bridge); err != nil {
-				t.Errorf("%v", err)
-			}
-		}
-	})
-	execOK(t, "ip", "link", "add", c.bridge, "type", "bridge")
-	execOK(t, "ip", "addr", "add", c.hostIP+"/24", "dev", c.bridge)
-	execOK(t, "ip", "link", "set", c.bridge, "up")
-
-	var nodeNames []string
-	for _, s := range short {
-		c.names[s] = "mk8s-" + id + "-" + s
-		nodeNames = append(nodeNames, c.names[s])
-	}
-	srv, err := newAPIServer(t.TempDir())
+	requireControlPlaneBinaries(t)
+	id := randomHex(t, 3)
+	home, err := os.MkdirTemp("", "minik8s-e2e-cluster-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Bound to the bridge address, which is also in its serving certificate and kubeconfigs.
-	srv.bindAddress, srv.amqpURL = c.hostIP, c.amqpURL
-	srv.extraArgs = []string{"--nodes", strings.Join(nodeNames, ",")}
-	if err := srv.start(t.Context()); err != nil {
+	c := &netCluster{id: id, home: home, bridge: "mk8s-" + id, ns: "multinode-" + id,
+		names: map[string]string{}, byShort: map[string]*netNode{}, srv: &apiserver{home: home}}
+	c.subnet = freeBlock(t, "10.199", 1, 254, 1)
+	c.hostIP = strings.TrimSuffix(c.subnet, "0/24") + "1"
+	// A /21 (8 nodes) of make up's 10.244.0.0/16 that nothing here uses: a route to a test
+	// node's pod CIDR never shadows make up's node or another test's.
+	c.clusterCIDR = freeBlock(t, "10.244", 64, 16, 8)
+	// The vhost (and user) are named after the cluster id file, so the broker shows them as a
+	// test's.
+	c.vhost = "minik8s-e2e-" + id
+	writeFile(t, filepath.Join(home, "cluster-id"), "e2e-"+id)
+	ports, err := freePorts(3)
+	if err != nil {
 		t.Fatal(err)
 	}
-	c.srv = srv
-	t.Cleanup(func() {
-		if err := srv.stop(); err != nil {
-			t.Errorf("stop apiserver: %v", err)
+	broker, err := url.Parse(amqptest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodeNames []string
+	for _, s := range short {
+		c.names[s] = "node-" + s
+		nodeNames = append(nodeNames, c.names[s])
+	}
+	port := broker.Port()
+	if port == "" {
+		port = "5672"
+	}
+	for _, kv := range os.Environ() {
+		if !isScriptSetting(kv) {
+			c.env = append(c.env, kv)
 		}
-		if t.Failed() {
-			t.Logf("last lines of the apiserver log:\n%s", srv.logTail(30))
-		}
-	})
+	}
+	c.env = append(c.env,
+		"MINIK8S_HOME="+home, "BIN_DIR="+bins.dir, "CLUSTER_ID="+id, "CLUSTER_SUBNET="+c.subnet,
+		"CLUSTER_CIDR="+c.clusterCIDR, "APISERVER_PORT="+strconv.Itoa(ports[0]),
+		"ETCD_CLIENT_PORT="+strconv.Itoa(ports[1]), "ETCD_PEER_PORT="+strconv.Itoa(ports[2]),
+		"RABBITMQ_HOST="+broker.Hostname(), "RABBITMQ_PORT="+port, "RABBITMQ_API="+amqptest.ManagementURL(),
+		// make up's kubeproxy (if any) owns this host's rules: the test's nodes have their own.
+		"HOST_KUBEPROXY=0",
+		"NODE_NAMES="+strings.Join(nodeNames, " "))
 
-	cfg, err := client.FromKubeconfig(srv.kubeconfig())
+	// Registered before anything starts, so a failed start is cleaned up too.
+	t.Cleanup(func() { c.cleanup(t) })
+	c.run(t, []string{"HOST_COMPONENTS="}, "cluster.sh", "up")
+
+	cfg, err := client.FromKubeconfig(c.srv.kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,86 +265,76 @@ func startNetCluster(t *testing.T, short ...string) *netCluster {
 	c.nodes = client.MustFor[*corev1.Node, *corev1.NodeList](c.cl)
 	c.pods = client.MustFor[*corev1.Pod, *corev1.PodList](c.cl)
 	c.events = client.MustFor[*corev1.Event, *corev1.EventList](c.cl)
-	ks := kubectls(t, srv)
+	ks := kubectls(t, c.srv)
 	c.kubectlReal, c.kubectl = ks[0], ks[1]
-	createNamespace(t, c.kubectlReal, c.ns)
-
-	// Pod CIDRs outside make up's, so node routes could be added without overlap.
-	var taken []string
-	for _, name := range nodeNames {
-		cidr := freeBlock(t, "10.244", 200, 55, taken...)
-		taken = append(taken, cidr)
-		c.cidrs[name] = cidr
-		if _, err := c.nodes.Create(t.Context(), &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       corev1.NodeSpec{PodCIDR: cidr},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create node %s: %v", name, err)
-		}
+	for _, s := range short {
+		n := c.loadNode(t, c.names[s])
+		c.byShort[s] = n
+		c.started = append(c.started, n)
 	}
+	createNamespace(t, c.kubectlReal, c.ns)
 	return c
 }
 
-// setUpBroker makes a vhost and a user for this test through the management API. The
-// guest user only logs in over loopback; the nodes come in through the bridge. Both are
-// deleted at cleanup, with every queue the test declared.
-func (c *netCluster) setUpBroker(t *testing.T) {
+// run runs one of the scripts with the cluster's settings (and extra ones) and fails the test
+// when it fails, with what it printed.
+func (c *netCluster) run(t *testing.T, extraEnv []string, script string, args ...string) string {
 	t.Helper()
-	base, err := url.Parse(amqptest.URL())
+	out, err := c.script(t.Context(), extraEnv, script, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, out)
 	}
-	vhost, user, pass := "minik8s-e2e-"+c.id, "minik8s-e2e-"+c.id, randomHex(t, 16)
-	m := amqpbus.Management{URL: amqptest.ManagementURL()}
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(t.Context())
-		if err := errors.Join(m.DeleteVHost(ctx, vhost), m.DeleteUser(ctx, user)); err != nil {
-			t.Errorf("RabbitMQ cleanup: %v", err)
-		}
-	})
-	if err := m.CreateUser(t.Context(), user, pass); err != nil {
-		t.Fatalf("RabbitMQ management API (make up enables it): %v", err)
-	}
-	if err := m.CreateVHost(t.Context(), vhost, user); err != nil {
-		t.Fatalf("RabbitMQ management API (make up enables it): %v", err)
-	}
-	u := *base
-	u.User = url.UserPassword(user, pass)
-	u.Path, u.RawPath = "/"+vhost, "/"+url.PathEscape(vhost)
-	c.amqpURL = u.String()
-	// A broker on this host's loopback is reached from the namespaces at the bridge address.
-	if h := u.Hostname(); h == "127.0.0.1" || h == "localhost" || h == "::1" {
-		port := u.Port()
-		if port == "" {
-			port = "5672"
-		}
-		u.Host = net.JoinHostPort(c.hostIP, port)
-	}
-	c.nodeAMQP = u.String()
+	return out
 }
 
-// startControlPlane runs the scheduler and the controller-manager against the cluster, with
-// the given extra flags; both are stopped at cleanup.
-func (c *netCluster) startControlPlane(t *testing.T, schedulerArgs, controllerArgs []string) {
+func (c *netCluster) script(ctx context.Context, extraEnv []string, script string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(scriptsDir, script), args...)
+	cmd.Env = append(slices.Clone(c.env), extraEnv...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("scripts/%s %s: %w", script, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// nodeSh runs scripts/node.sh with args and returns what it printed.
+func (c *netCluster) nodeSh(t *testing.T, args ...string) string {
 	t.Helper()
-	requireControlPlaneBinaries(t)
-	home := c.srv.home
-	sched := startProc(t, "scheduler", filepath.Join(home, "scheduler.log"), "", append([]string{controlBins.scheduler,
-		"--kubeconfig", filepath.Join(home, "kubeconfigs", "scheduler.kubeconfig"), "--amqp-url", c.amqpURL,
-		"--leader-elect-identity", "e2e-" + c.id}, schedulerArgs...)...)
-	cm := startProc(t, "controller-manager", filepath.Join(home, "controller-manager.log"), "", append([]string{controlBins.controllerManager,
-		"--kubeconfig", filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"), "--amqp-url", c.amqpURL,
-		"--leader-elect-identity", "e2e-" + c.id}, controllerArgs...)...)
-	t.Cleanup(func() {
-		for _, p := range []*proc{sched, cm} {
-			if err := p.stop(); err != nil {
-				t.Errorf("%v", err)
-			}
-			if t.Failed() {
-				t.Logf("last lines of the %s log:\n%s", p.name, tailFile(p.logPath, 40))
+	return c.run(t, nil, "node.sh", args...)
+}
+
+// cleanup shows the logs of a failed test, then removes the cluster.
+func (c *netCluster) cleanup(t *testing.T) {
+	if t.Failed() {
+		for _, p := range []string{"apiserver", "scheduler", "controller-manager"} {
+			if f := filepath.Join(c.home, "logs", p+".log"); fileExists(f) {
+				t.Logf("last lines of the %s log:\n%s", p, tailFile(f, 30))
 			}
 		}
-	})
+		t.Log(c.kubeletTails())
+	}
+	if out, err := c.script(t.Context(), nil, "cluster.sh", "down"); err != nil {
+		t.Errorf("%v\n%s", err, out)
+	}
+	if err := os.RemoveAll(c.home); err != nil {
+		t.Errorf("remove %s: %v", c.home, err)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// startControlPlane starts the scheduler and the controller-manager (cluster.sh up again,
+// which finds the rest running) with the given extra flags; cluster.sh down stops them.
+func (c *netCluster) startControlPlane(t *testing.T, schedulerArgs, controllerArgs []string) {
+	t.Helper()
+	c.run(t, []string{"HOST_COMPONENTS=scheduler controller-manager",
+		"SCHEDULER_EXTRA_ARGS=" + strings.Join(schedulerArgs, " "),
+		"CONTROLLER_MANAGER_EXTRA_ARGS=" + strings.Join(controllerArgs, " ")}, "cluster.sh", "up")
 }
 
 // waitNode polls the Node until cond holds.

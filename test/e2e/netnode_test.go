@@ -17,10 +17,11 @@ import (
 	"minik8s.io/shared/client"
 )
 
-// TestTwoNodes checks issue 4's "done means" on a real two-node cluster on this machine: each
-// node a network namespace with its own dockerd, Redis and kubelet (netnode_harness_test.go),
-// and a real apiserver, scheduler (round-robin) and controller-manager on the host. The steps
-// run in order: each starts from the cluster the previous one left.
+// TestTwoNodes checks issue 4's "done means" on a real two-node cluster on this machine, built
+// by the scripts make cluster runs (netcluster_harness_test.go): each node a network namespace
+// with its own dockerd, Redis, kubelet and kubeproxy, and a real apiserver, scheduler
+// (round-robin) and controller-manager on the host. The steps run in order: each starts from
+// the cluster the previous one left.
 func TestTwoNodes(t *testing.T) {
 	c := startNetCluster(t, "a", "b")
 	a := startNetNode(t, c, "a")
@@ -231,7 +232,7 @@ func TestTwoNodes(t *testing.T) {
 		lostPod := c.waitPod(t, "lost", "Running", podRunning)
 		c.waitPod(t, "tolerant", "Running", podRunning)
 
-		b.killKubelet()
+		b.killKubelet(t)
 		c.waitNode(t, b.name, "Ready=Unknown with the unreachable NoExecute taint", func(n *corev1.Node) bool {
 			return readyCondition(n) == corev1.ConditionUnknown && hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)
 		})
