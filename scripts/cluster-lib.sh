@@ -35,10 +35,10 @@ require_root() {
 # require_tools: what a node needs on this host, named when missing.
 require_tools() {
   local t missing=()
-  for t in ip nsenter unshare flock iptables curl containerd dockerd docker redis-server redis-cli; do
+  for t in ip nsenter unshare flock iptables curl containerd ctr dockerd docker redis-server redis-cli; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
-  [ ${#missing[@]} -eq 0 ] || die "missing on PATH: ${missing[*]} (make up installs them: docker.io brings containerd, redis-server redis-cli)"
+  [ ${#missing[@]} -eq 0 ] || die "missing on PATH: ${missing[*]} (make up installs them: docker.io brings containerd and ctr, redis-server redis-cli)"
   for t in apiserver kubectl kubelet scheduler controller-manager; do
     [ -x "$BIN_DIR/$t" ] || die "no $BIN_DIR/$t: build first (scripts/up.sh build)"
   done
@@ -372,6 +372,7 @@ ensure_apiserver() {
     if [ "$have" = "$want" ]; then
       log "apiserver already running (pid $pid)"
       wait_component apiserver
+      host_kubeconfigs
       return
     fi
     log "restarting the apiserver with the cluster's flags (nodes: $APISERVER_NODES)"
