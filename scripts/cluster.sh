@@ -211,5 +211,5 @@ case $cmd in
   down) cmd_down ;;
   status) cmd_status ;;
   routes) require_root; cluster_load; with_lock sync_routes ;;
-  *) sed -n '/^#   scripts/s/^#   //p' "$0" >&2; exit 2 ;;
+  *) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 esac

@@ -20,7 +20,7 @@ set -euo pipefail
 . "$(dirname "$0")/cluster-lib.sh"
 
 usage() {
-  sed -n '/^#   scripts/s/^#   //p' "$0" >&2
+  sed -n 's/^#   //p' "$0" >&2
   exit 2
 }
 

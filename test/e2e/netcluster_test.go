@@ -72,7 +72,7 @@ func TestClusterScripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantNS := fmt.Sprintf("net:[%d]", fi.Sys().(*syscall.Stat_t).Ino)
-			out := c.nodeSh(t, "exec", n.name, "--", "sh", "-c", "readlink /proc/self/ns/net; hostname; ip -4 -o addr show dev eth0")
+			out := n.exec(t, "sh", "-c", "readlink /proc/self/ns/net; hostname; ip -4 -o addr show dev eth0")
 			lines := strings.SplitN(out, "\n", 3)
 			if len(lines) < 3 || lines[0] != wantNS || lines[1] != n.name || !strings.Contains(lines[2], " "+n.ip+"/24 ") {
 				t.Errorf("node.sh exec %s: want namespace %s, host name %s and eth0 with %s/24, got:\n%s", n.name, wantNS, n.name, n.ip, out)

@@ -74,6 +74,13 @@ func internalIP(node *corev1.Node) string {
 	return ""
 }
 
+// exec runs a command on the node (node.sh exec: its network namespace, its hosts file as
+// /etc/hosts) and returns what it printed; it fails the test on error.
+func (n *netNode) exec(t *testing.T, argv ...string) string {
+	t.Helper()
+	return n.c.nodeSh(t, append([]string{"exec", n.name, "--"}, argv...)...)
+}
+
 // docker runs the docker CLI against this node's dockerd.
 func (n *netNode) docker(t *testing.T, args ...string) string {
 	t.Helper()
