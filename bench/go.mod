@@ -11,6 +11,7 @@ require (
 	github.com/containernetworking/cni v1.3.0
 	github.com/docker/docker v27.5.1+incompatible
 	github.com/google/go-cmp v0.7.0
+	github.com/miekg/dns v1.1.73
 	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/redis/go-redis/v9 v9.7.3
 	go.etcd.io/etcd/client/v3 v3.5.21

@@ -4,7 +4,10 @@
 // against a raw etcd watch. Suite pods: pod startup latency through a
 // kubelet against the same containers started directly through Docker and
 // CNI. It builds and starts a private apiserver (and kubelet) and writes only
-// to a temporary directory, which it removes unless -keep is given.
+// to a temporary directory, which it removes unless -keep is given. Suite
+// network: Service traffic through a ClusterIP against the pod IP, and cluster
+// DNS against the node's upstream resolver, on the cluster make up runs (it
+// must be running; the suite works in a namespace of its own and deletes it).
 package main
 
 import (
@@ -20,20 +23,29 @@ import (
 	"syscall"
 	"time"
 
+	"minik8s.io/bench/internal/netsuite"
 	"minik8s.io/bench/internal/podsuite"
 	"minik8s.io/bench/internal/schedsuite"
 	"minik8s.io/bench/internal/suite"
 )
 
 func main() {
+	if netsuite.IsProbe(os.Args) {
+		// The network suite's measurements, run in another network namespace.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := netsuite.ProbeMain(ctx, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	cfg := suite.Defaults
 	var keep bool
 	var timeout time.Duration
 	var logLevel, which, plegs, schedNodes string
 	scfg := schedsuite.Defaults
 	pcfg := podsuite.Defaults
+	ncfg := netsuite.Config{Samples: netsuite.Defaults.Samples, Transfers: netsuite.Defaults.Transfers}
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, scheduler or all (all leaves out scheduler, which needs make down)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), scheduler (needs make down) or all (all but scheduler)")
 	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
@@ -45,6 +57,10 @@ func main() {
 	fs.Float64Var(&pcfg.Rate, "pod-rate", pcfg.Rate, "pods per second in the paced pod test")
 	fs.StringVar(&plegs, "pleg-periods", "1s,100ms", "comma-separated kubelet --pleg-period values; the pod tests run once per value")
 	fs.StringVar(&pcfg.RedisAddr, "redis-addr", pcfg.RedisAddr, "Redis the benchmark kubelet caches its pods in")
+	fs.StringVar(&ncfg.Kubeconfig, "kubeconfig", "", "kubeconfig of make up's cluster for the network suite (default $KUBECONFIG, else $MINIK8S_HOME/kubeconfig)")
+	fs.StringVar(&ncfg.Node, "net-node", "", "node of this machine the network suite runs its pods on (default: the cluster's only node)")
+	fs.IntVar(&ncfg.Samples, "net-samples", ncfg.Samples, "connections per target in the network suite's latency test, and DNS queries per query")
+	fs.IntVar(&ncfg.Transfers, "net-transfers", ncfg.Transfers, "64 MiB GETs per target in the network suite's throughput test")
 	fs.StringVar(&cfg.Binary, "apiserver", "", "prebuilt apiserver binary (default: build one from the workspace)")
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", cfg.AMQPURL, "RabbitMQ the apiserver publishes to and the benchmark consumes from")
 	fs.IntVar(&cfg.Creates, "creates", cfg.Creates, "measured creates per system in the latency test")
@@ -60,8 +76,8 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if which != "all" && which != "apiserver" && which != "pods" && which != "scheduler" {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, scheduler or all\n", which)
+	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, scheduler or all\n", which)
 		os.Exit(2)
 	}
 	if scfg.Rounds < 1 {
@@ -99,13 +115,13 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := run(ctx, which, cfg, pcfg, scfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -141,6 +157,17 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		fmt.Println("## Pod startup")
 		fmt.Println()
 		rep.Print(os.Stdout)
+		fmt.Println()
+	}
+	if which == "all" || which == "network" {
+		rep, err := netsuite.Run(ctx, ncfg, log)
+		if err != nil {
+			return err
+		}
+		fmt.Println("## Service traffic and cluster DNS")
+		fmt.Println()
+		rep.Print(os.Stdout)
+		fmt.Println()
 	}
 	if which == "scheduler" {
 		scfg.Workdir = filepath.Join(dir, "scheduler")
