@@ -13,7 +13,7 @@ COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker 
                    elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
 COMPONENT_DOCKERFILES := $(wildcard build/Dockerfile.*)
 
-.PHONY: help up down reset cluster cluster-down build test test-unit test-compose bench images component-images fmt vet lint clean
+.PHONY: help up down reset cluster cluster-down build test test-unit test-compose bench bench-rules images component-images fmt vet lint clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -50,8 +50,12 @@ test-compose: ## check docker-compose.yml
 	@test -n "$(COMPOSE)" || { echo "neither 'docker compose' nor docker-compose is installed" >&2; exit 1; }
 	$(COMPOSE) -f docker-compose.yml config -q
 
-bench: ## control-plane vs raw etcd and pod startup vs raw Docker+CNI, tables on stdout (BENCH_FLAGS=-suite=pods, -profile)
-	go run ./bench/cmd/bench -timeout 12m $(BENCH_FLAGS)
+bench: bench-rules ## as root with make up running: kubeproxy's rule programming (bench-rules), then control plane vs raw etcd, pod startup vs raw Docker+CNI, ClusterIP vs pod IP and cluster DNS vs upstream; tables on stdout (BENCH_FLAGS=-suite=network, -profile)
+	go run ./bench/cmd/bench -timeout 20m $(BENCH_FLAGS)
+
+bench-rules: ## kubeproxy's rule benchmarks: the real iptables-restore in a scratch network namespace (as root)
+	@test "$$(id -u)" = 0 || { echo "bench-rules: needs root (iptables-restore in a scratch network namespace)" >&2; exit 1; }
+	go test -run '^$$' -bench . -benchtime 3x ./kubeproxy/internal/rules/ ./kubeproxy/internal/proxier/
 
 images: ## workload images (pause, echo, load, fileserver, busybox) built locally, no registry
 	scripts/images.sh
