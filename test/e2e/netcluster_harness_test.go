@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/bus/amqpbus/amqptest"
 	"minik8s.io/shared/client"
 )
@@ -85,6 +87,15 @@ func requireNetTools(t *testing.T) {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the multi-node tests need %s on PATH (make up installs it): %v", tool, err)
 		}
+	}
+	// The cluster's broker user and vhost are made through the management API.
+	m := amqpbus.Management{URL: amqptest.ManagementURL()}
+	if _, err := m.Do(t.Context(), http.MethodGet, "/api/overview", nil); err != nil {
+		shown := m.URL
+		if u, perr := url.Parse(m.URL); perr == nil {
+			shown = u.Redacted()
+		}
+		t.Fatalf("the multi-node tests need RabbitMQ's management API at %s (make up enables it): %v", shown, err)
 	}
 }
 
@@ -314,6 +325,11 @@ func (c *netCluster) cleanup(t *testing.T) {
 			}
 		}
 		t.Log(c.kubeletTails())
+		for _, n := range c.started {
+			if f := filepath.Join(n.dir, "logs", "kubeproxy.log"); fileExists(f) {
+				t.Logf("last lines of the kubeproxy %s log:\n%s", n.name, tailFile(f, 15))
+			}
+		}
 	}
 	if out, err := c.script(t.Context(), nil, "cluster.sh", "down"); err != nil {
 		t.Errorf("%v\n%s", err, out)

@@ -20,12 +20,13 @@ import (
 	"minik8s.io/shared/bus/amqpbus/amqptest"
 )
 
-// TestClusterScripts checks what make cluster builds, through the scripts it runs
-// (scripts/cluster.sh, scripts/node.sh): three nodes Ready with pod CIDRs of their own that
-// this host routes to; node.sh exec inside the node's namespace; node.sh stop/start and
-// cut/restore taking a node NotReady and back; and cluster.sh down leaving no namespace, link,
-// route, rule, process, mount, cgroup, state or broker vhost and user behind.
-func TestClusterScripts(t *testing.T) {
+// TestCluster checks what make cluster builds, through the scripts it runs (scripts/cluster.sh,
+// scripts/node.sh): three nodes Ready with pod CIDRs of their own that this host routes to;
+// node.sh exec inside the node's namespace; the pod network, Services, cluster DNS and Ingress
+// across the nodes (networkingSteps); node.sh stop/start and cut/restore taking a node NotReady
+// and back; and cluster.sh down leaving no namespace, link, route, rule, process, mount,
+// cgroup, state or broker vhost and user behind.
+func TestCluster(t *testing.T) {
 	c := startNetCluster(t, "1", "2", "3")
 	// A lost node is Unknown 20 s after its last renewal (the kubelet renews every 10 s).
 	c.startControlPlane(t, nil, []string{"--node-monitor-grace-period", "20s", "--node-monitor-period", "1s"})
@@ -107,6 +108,8 @@ func TestClusterScripts(t *testing.T) {
 			}
 		}
 	})
+
+	c.networkingSteps(t, step, n1, n2, n3)
 
 	step("stop and cut take a node NotReady; start and restore bring it back", func(t *testing.T) {
 		c.nodeSh(t, "stop", n2.name)
