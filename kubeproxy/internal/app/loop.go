@@ -25,8 +25,8 @@ type zoneSetter interface{ SetZone(*clusterdns.Zone) }
 
 // loop turns the caches into the ruleset, the DNS zone and the hosts file. Any change to a
 // cache wakes it; it syncs at once when idle, at most once per minSync under a burst, every
-// period anyway (checking that the kernel still holds our chains), and after a failure again
-// with backoff.
+// period anyway (checking that the kernel still holds our chains and that our jumps still
+// come first in the built-in chains), and after a failure again with backoff.
 type loop struct {
 	services, slices, ingresses *informer.Informer
 	proxier                     *proxier.Proxier
@@ -128,7 +128,7 @@ func (l *loop) syncOnce(ctx context.Context, check bool) error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("iptables: %w", err))
 	} else if res.PayloadBytes > 0 || res.Full {
-		l.log.Info("rules synced", "services", len(services), "rules", res.Rules, "payloadBytes", res.PayloadBytes, "full", res.Full, "jumpsAdded", res.JumpsAdded)
+		l.log.Info("rules synced", "services", len(services), "rules", res.Rules, "payloadBytes", res.PayloadBytes, "full", res.Full, "jumpChainsFixed", res.JumpChainsFixed)
 	}
 	if l.hostsFile != "" {
 		if wrote, err := hostsfile.Update(l.hostsFile, hosts); err != nil {

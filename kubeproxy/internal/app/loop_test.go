@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -133,8 +135,8 @@ func TestLoop(t *testing.T) {
 		b, _ := os.ReadFile(hosts)
 		return strings.Contains(string(b), "10.96.0.80\tshop.example.com\n")
 	})
-	if got := len(tables.Ensures()); got != len(rules.Jumps()) {
-		t.Errorf("%d jump rules ensured, want %d", got, len(rules.Jumps()))
+	if diff := cmp.Diff(jumpChains(), ensuredChains(tables)); diff != "" {
+		t.Errorf("built-in chains whose jumps were ensured (-want +got):\n%s", diff)
 	}
 
 	// A bus event moves the endpoint.
@@ -146,4 +148,66 @@ func TestLoop(t *testing.T) {
 	if strings.Contains(string(last), rules.ChainPostrouting) {
 		t.Errorf("an endpoint change rewrote unrelated chains:\n%s", last)
 	}
+}
+
+// jumpChains lists the built-in chains that hold our jumps, each once, as "table/chain".
+func jumpChains() []string {
+	var out []string
+	for _, j := range rules.Jumps() {
+		if c := j.Table + "/" + j.Chain; !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ensuredChains lists the chains of the fake's EnsureFirst calls so far, oldest first.
+func ensuredChains(tables *fake.Tables) []string {
+	var out []string
+	for _, c := range tables.Ensures() {
+		out = append(out, c.Table+"/"+c.Chain)
+	}
+	return out
+}
+
+// TestLoopPutsJumpsBackFirst: a rule inserted above our jumps in FORWARD after the first sync
+// (the CNI firewall plugin's, when the node's first pod starts) is moved below them by the
+// check on the next tick of the sync period.
+func TestLoopPutsJumpsBackFirst(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	mk := func(name string, list runtime.Object) *informer.Informer {
+		return informer.New(informer.Config{Name: name, ListerWatcher: listOnly(list), NoWatch: true, RelistPeriod: time.Hour, Logger: log})
+	}
+	services := mk("services", &corev1.ServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}})
+	epSlices := mk("endpointslices", &discoveryv1.EndpointSliceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}})
+	ingresses := mk("ingresses", &networkingv1.IngressList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}})
+	tables := fake.New()
+	l := newLoop(loop{services: services, slices: epSlices, ingresses: ingresses,
+		proxier: proxier.New(proxier.Config{Tables: tables, Options: rules.Options{Balance: rules.Random}, Logger: log}),
+		dns:     &zoneRecorder{}, domain: "cluster.local", period: 50 * time.Millisecond, log: log})
+	var wg sync.WaitGroup
+	for _, r := range []interface{ Start(context.Context) error }{services, epSlices, ingresses, l} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.Start(ctx) }()
+	}
+	defer wg.Wait()
+	defer cancel()
+
+	var ours []string
+	for _, j := range rules.Jumps() {
+		if j.Table == "filter" && j.Chain == "FORWARD" {
+			ours = append(ours, fake.RuleLine("FORWARD", j.Rule...))
+		}
+	}
+	forward := func() []string { return tables.Rules("filter", "FORWARD") }
+	eventually(t, "our jumps in FORWARD", func() bool { return cmp.Equal(ours, forward()) })
+	cni := `-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD`
+	payload := "*filter\n:CNI-FORWARD - [0:0]\n-I" + strings.TrimPrefix(cni, "-A") + "\nCOMMIT\n"
+	if err := tables.Restore(t.Context(), []byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clip(ours), cni)
+	eventually(t, "our jumps first again", func() bool { return cmp.Equal(want, forward()) })
 }

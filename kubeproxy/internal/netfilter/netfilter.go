@@ -11,9 +11,12 @@ type Interface interface {
 	Restore(ctx context.Context, payload []byte) error
 	// Save returns the rules of table as iptables-save prints them.
 	Save(ctx context.Context, table string) ([]byte, error)
-	// EnsureRule puts rule at the top of table/chain unless the chain has it already, and
-	// reports whether it added it.
-	EnsureRule(ctx context.Context, table, chain string, rule ...string) (added bool, err error)
+	// EnsureFirst makes table/chain begin with rules, in this order, each once; the chain's
+	// other rules keep their order after them. A rule is known by its comment and target (see
+	// KeyOf), so each needs both and no two may share them. The rules are inserted before
+	// their old copies are deleted: the chain is never without them. It reports whether it
+	// changed the chain.
+	EnsureFirst(ctx context.Context, table, chain string, rules ...[]string) (changed bool, err error)
 	// ChainExists reports whether table has chain.
 	ChainExists(ctx context.Context, table, chain string) (bool, error)
 }

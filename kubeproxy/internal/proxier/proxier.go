@@ -2,6 +2,7 @@ package proxier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,8 +37,9 @@ type Result struct {
 	// PayloadBytes is the size of the payload restored; 0 when nothing had changed.
 	PayloadBytes int
 	Rules        int
-	// JumpsAdded counts jump rules that were missing and were put back.
-	JumpsAdded int
+	// JumpChainsFixed counts the built-in chains whose jumps were missing or not first and
+	// were put first again.
+	JumpChainsFixed int
 }
 
 // Proxier is not safe for concurrent use: one loop calls it.
@@ -46,8 +48,10 @@ type Proxier struct {
 	// current is what the kernel holds of our chains, as far as we know; nil means unknown.
 	current  rules.State
 	lastFull time.Time
-	// jumpsOK says every jump was found or added since the last Invalidate.
+	// jumpsOK says every jump was found in place or put there since the last Invalidate.
 	jumpsOK bool
+	// jumps are rules.Jumps by built-in chain.
+	jumps []jumpGroup
 }
 
 // New returns a proxier; it touches nothing until Sync.
@@ -61,7 +65,7 @@ func New(cfg Config) *Proxier {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Proxier{cfg: cfg}
+	return &Proxier{cfg: cfg, jumps: groupJumps(rules.Jumps())}
 }
 
 // Invalidate forgets what the kernel holds, so the next Sync reads it back and checks every
@@ -97,7 +101,7 @@ func (p *Proxier) Sync(ctx context.Context, ports []catalog.ServicePort) (res Re
 	p.current = r.State()
 	if !p.jumpsOK {
 		n, err := p.EnsureJumps(ctx)
-		res.JumpsAdded = n
+		res.JumpChainsFixed = n
 		if err != nil {
 			return res, err
 		}
@@ -106,26 +110,57 @@ func (p *Proxier) Sync(ctx context.Context, ports []catalog.ServicePort) (res Re
 	return res, nil
 }
 
-// EnsureJumps puts back any missing jump from a built-in chain and returns how many it added.
-// Our chains must exist (a Sync made them).
+// jumpGroup is the jumps of one built-in chain, in the order they begin it.
+type jumpGroup struct {
+	table, chain string
+	rules        [][]string
+}
+
+// groupJumps gathers jumps by built-in chain: chains in the order they first appear, each
+// chain's jumps in their order.
+func groupJumps(jumps []rules.Jump) []jumpGroup {
+	var groups []jumpGroup
+	index := map[[2]string]int{}
+	for _, j := range jumps {
+		key := [2]string{j.Table, j.Chain}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, jumpGroup{table: j.Table, chain: j.Chain})
+		}
+		groups[i].rules = append(groups[i].rules, j.Rule)
+	}
+	return groups
+}
+
+// EnsureJumps makes each built-in chain we use begin with our jumps, in the order of
+// rules.Jumps, and returns how many chains it changed. When they are in place that costs one
+// listing per chain. Our chains must exist (a Sync made them). A chain that fails does not
+// keep the others from being fixed.
 func (p *Proxier) EnsureJumps(ctx context.Context) (int, error) {
-	added := 0
-	for _, j := range rules.Jumps() {
-		ok, err := p.cfg.Tables.EnsureRule(ctx, j.Table, j.Chain, j.Rule...)
+	changed := 0
+	var errs []error
+	for _, g := range p.jumps {
+		ok, err := p.cfg.Tables.EnsureFirst(ctx, g.table, g.chain, g.rules...)
 		if err != nil {
-			return added, err
+			errs = append(errs, err)
+			continue
 		}
 		if ok {
-			added++
-			p.cfg.Logger.Info("added jump rule", "table", j.Table, "chain", j.Chain, "target", j.Rule[len(j.Rule)-1])
+			changed++
+			p.cfg.Logger.Info("jump rules moved to the top", "table", g.table, "chain", g.chain, "jumps", len(g.rules))
 		}
 	}
-	return added, nil
+	return changed, errors.Join(errs...)
 }
 
 // Check looks for one of our chains (cheap however many rules there are); if it is gone,
 // someone flushed the tables, and the proxier forgets what it knew so the next Sync writes
-// everything again. It reports whether the chain was there.
+// everything again. If it is there, Check puts our jumps first again where another program
+// inserted rules above them: a CNI plugin's ACCEPT of pod traffic at the top of FORWARD would
+// otherwise let connections to Services without endpoints past their REJECT. It reports
+// whether the chain was there.
 func (p *Proxier) Check(ctx context.Context) (bool, error) {
 	if p.current == nil {
 		return false, nil
@@ -136,8 +171,14 @@ func (p *Proxier) Check(ctx context.Context) (bool, error) {
 	}
 	if !ok {
 		p.Invalidate()
+		return false, nil
 	}
-	return ok, nil
+	if _, err := p.EnsureJumps(ctx); err != nil {
+		// The next Sync tries again.
+		p.jumpsOK = false
+		return true, err
+	}
+	return true, nil
 }
 
 func (p *Proxier) read(ctx context.Context) (rules.State, error) {

@@ -18,6 +18,9 @@ import (
 
 var opts = rules.Options{ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"), Balance: rules.Random}
 
+// jumpChains is the number of built-in chains that hold our jumps.
+const jumpChains = 6
+
 func ports(endpoints ...string) []catalog.ServicePort {
 	p := catalog.ServicePort{Namespace: "default", Name: "web", PortName: "http", Protocol: corev1.ProtocolTCP,
 		ClusterIP: netip.MustParseAddr("10.96.0.10"), Port: 80}
@@ -50,7 +53,7 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 		restores  int
 		mustWrite []string // chains the latest payload declares
 	}{
-		{"first sync writes everything", ports("10.244.1.2", "10.244.2.3"), Result{Full: true, JumpsAdded: len(rules.Jumps())}, 1,
+		{"first sync writes everything", ports("10.244.1.2", "10.244.2.3"), Result{Full: true, JumpChainsFixed: jumpChains}, 1,
 			[]string{rules.ChainServices, rules.ChainPostrouting, rules.ChainForward}},
 		{"nothing changed, nothing restored", ports("10.244.1.2", "10.244.2.3"), Result{}, 1, nil},
 		{"one endpoint moved", ports("10.244.1.2", "10.244.3.4"), Result{}, 2, nil},
@@ -98,8 +101,8 @@ func TestRestartRestoresNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Full || res.PayloadBytes != 0 || res.JumpsAdded != 0 || len(tables.Restores()) != 1 {
-		t.Errorf("restart with nothing changed: %+v, %d restores; want a full read, no payload, no jump added, 1 restore", res, len(tables.Restores()))
+	if !res.Full || res.PayloadBytes != 0 || res.JumpChainsFixed != 0 || len(tables.Restores()) != 1 {
+		t.Errorf("restart with nothing changed: %+v, %d restores; want a full read, no payload, no jump moved, 1 restore", res, len(tables.Restores()))
 	}
 	res, err = newProxier(tables, c).Sync(t.Context(), ports("10.244.1.2"))
 	if err != nil {
@@ -146,7 +149,7 @@ func TestCheckNoticesAFlush(t *testing.T) {
 		t.Fatalf("check after a flush: %v, %v; want false", ok, err)
 	}
 	res, err := p.Sync(t.Context(), ports("10.244.1.2"))
-	if err != nil || !res.Full || res.JumpsAdded != len(rules.Jumps()) {
+	if err != nil || !res.Full || res.JumpChainsFixed != jumpChains {
 		t.Fatalf("sync after a flush: %+v, %v; want everything written again", res, err)
 	}
 	if got := tables.Rules("nat", "PREROUTING"); len(got) != 1 || !strings.HasSuffix(got[0], "-j "+rules.ChainServices) {
@@ -191,3 +194,144 @@ func kernel(t *testing.T, tables *fake.Tables) rules.State {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestGroupJumps(t *testing.T) {
+	r := func(c string) []string { return []string{"-m", "comment", "--comment", c, "-j", "MINIK8S-" + c} }
+	got := groupJumps([]rules.Jump{
+		{Table: "nat", Chain: "PREROUTING", Rule: r("a")},
+		{Table: "filter", Chain: "FORWARD", Rule: r("b")},
+		{Table: "filter", Chain: "INPUT", Rule: r("c")},
+		{Table: "filter", Chain: "FORWARD", Rule: r("d")},
+		{Table: "nat", Chain: "FORWARD", Rule: r("e")},
+		{Table: "filter", Chain: "FORWARD", Rule: r("f")},
+	})
+	want := []jumpGroup{
+		{"nat", "PREROUTING", [][]string{r("a")}},
+		{"filter", "FORWARD", [][]string{r("b"), r("d"), r("f")}},
+		{"filter", "INPUT", [][]string{r("c")}},
+		{"nat", "FORWARD", [][]string{r("e")}},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(jumpGroup{})); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if n := len(groupJumps(rules.Jumps())); n != jumpChains {
+		t.Errorf("rules.Jumps() uses %d built-in chains, the tests here expect %d", n, jumpChains)
+	}
+}
+
+// cniForward is what the CNI firewall plugin inserts at the top of FORWARD when the first pod
+// starts, after kubeproxy has put its jumps there.
+const cniForward = `-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD`
+
+// insertCNIForward inserts cniForward at the top of filter FORWARD, with its chain accepting
+// everything from the pod network.
+func insertCNIForward(t *testing.T, tables *fake.Tables) {
+	t.Helper()
+	payload := "*filter\n:CNI-FORWARD - [0:0]\n-A CNI-FORWARD -s 10.244.0.0/16 -j ACCEPT\n-I" + strings.TrimPrefix(cniForward, "-A") + "\nCOMMIT\n"
+	if err := tables.Restore(t.Context(), []byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ourJumps returns our jumps in table/chain as the fake holds them, in the order of
+// rules.Jumps.
+func ourJumps(table, chain string) []string {
+	var out []string
+	for _, j := range rules.Jumps() {
+		if j.Table == table && j.Chain == chain {
+			out = append(out, fake.RuleLine(chain, j.Rule...))
+		}
+	}
+	return out
+}
+
+// TestCheckPutsJumpsFirstAgain: a rule inserted above our jumps in FORWARD after a sync (the
+// CNI firewall plugin's ACCEPT of pod traffic) is moved below them by the next periodic
+// Check, and a Check after that changes nothing.
+func TestCheckPutsJumpsFirstAgain(t *testing.T) {
+	tables := fake.New()
+	c := &clock{t: time.Unix(1000, 0)}
+	p := newProxier(tables, c)
+	if _, err := p.Sync(t.Context(), ports()); err != nil {
+		t.Fatal(err)
+	}
+	forward := ourJumps("filter", "FORWARD")
+	if len(forward) != 3 {
+		t.Fatalf("rules.Jumps() has %d FORWARD jumps, the test expects 3", len(forward))
+	}
+	if diff := cmp.Diff(forward, tables.Rules("filter", "FORWARD")); diff != "" {
+		t.Fatalf("FORWARD after the first sync (-want +got):\n%s", diff)
+	}
+	insertCNIForward(t, tables)
+
+	ensured := len(tables.Ensures())
+	if ok, err := p.Check(t.Context()); !ok || err != nil {
+		t.Fatalf("check: %v, %v", ok, err)
+	}
+	if diff := cmp.Diff(append(forward, cniForward), tables.Rules("filter", "FORWARD")); diff != "" {
+		t.Errorf("FORWARD after the check (-want +got):\n%s", diff)
+	}
+	calls := tables.Ensures()[ensured:]
+	if len(calls) != jumpChains {
+		t.Fatalf("the check ensured %d chains, want %d (one call per built-in chain)", len(calls), jumpChains)
+	}
+	for _, call := range calls {
+		if want := call.Table == "filter" && call.Chain == "FORWARD"; call.Changed != want {
+			t.Errorf("check changed %s/%s = %v, want %v", call.Table, call.Chain, call.Changed, want)
+		}
+	}
+
+	ensured = len(tables.Ensures())
+	if ok, err := p.Check(t.Context()); !ok || err != nil {
+		t.Fatalf("second check: %v, %v", ok, err)
+	}
+	for _, call := range tables.Ensures()[ensured:] {
+		if call.Changed {
+			t.Errorf("the second check changed %s/%s", call.Table, call.Chain)
+		}
+	}
+}
+
+// TestCheckAfterAFlushLeavesJumpsToSync: with our chains gone there is nothing to jump to, so
+// Check only reports it; the next Sync writes chains and jumps.
+func TestCheckAfterAFlushLeavesJumpsToSync(t *testing.T) {
+	tables := fake.New()
+	p := newProxier(tables, &clock{t: time.Unix(1000, 0)})
+	if _, err := p.Sync(t.Context(), ports()); err != nil {
+		t.Fatal(err)
+	}
+	tables.Reset()
+	ensured := len(tables.Ensures())
+	if ok, err := p.Check(t.Context()); ok || err != nil {
+		t.Fatalf("check after a flush: %v, %v; want false", ok, err)
+	}
+	if n := len(tables.Ensures()) - ensured; n != 0 {
+		t.Errorf("check after a flush ensured %d chains, want none", n)
+	}
+}
+
+// TestFailedJumpCheckIsRetried: when one chain fails the others are still fixed, Check
+// returns the error, and the next Sync tries the jumps again.
+func TestFailedJumpCheckIsRetried(t *testing.T) {
+	tables := fake.New()
+	p := newProxier(tables, &clock{t: time.Unix(1000, 0)})
+	if _, err := p.Sync(t.Context(), ports()); err != nil {
+		t.Fatal(err)
+	}
+	insertCNIForward(t, tables)
+	boom := errors.New("boom")
+	tables.FailNext(fake.OpEnsureFirst, boom) // the first chain, nat PREROUTING
+	if ok, err := p.Check(t.Context()); !ok || !errors.Is(err, boom) {
+		t.Fatalf("check: %v, %v; want true, boom", ok, err)
+	}
+	if got := tables.Rules("filter", "FORWARD"); len(got) == 0 || got[0] == cniForward {
+		t.Errorf("FORWARD after a check that failed on another chain: %q", got)
+	}
+	ensured := len(tables.Ensures())
+	if _, err := p.Sync(t.Context(), ports()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tables.Ensures()) - ensured; n != jumpChains {
+		t.Errorf("the sync after a failed check ensured %d chains, want %d", n, jumpChains)
+	}
+}

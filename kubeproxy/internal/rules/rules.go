@@ -134,17 +134,21 @@ func hash(s string) string {
 func IsOwned(chain string) bool { return strings.HasPrefix(chain, Prefix) }
 
 // Jump is a rule in a built-in chain that sends traffic into one of kubeproxy's chains. They
-// are kept in place one by one (go-iptables), not by the restore, which never touches
-// built-in chains.
+// are kept in place chain by chain (netfilter.Interface.EnsureFirst, with go-iptables), not by
+// the restore, which never touches built-in chains. A jump is known by its comment and target,
+// so no two in a chain share both, and a jump whose matches change needs a new comment.
 type Jump struct {
 	Table, Chain string // e.g. nat, PREROUTING
 	Rule         []string
 }
 
-// Jumps are the rules kubeproxy keeps at the top of the built-in chains, as kube-proxy does:
-// service portals in nat PREROUTING and OUTPUT, masquerade in nat POSTROUTING, and in filter
-// the rejection of services without endpoints for new connections and the forwarding of
-// service traffic (Docker's FORWARD policy is DROP).
+// Jumps are the rules kubeproxy keeps at the top of the built-in chains, in this order within
+// a chain: service portals in nat PREROUTING and OUTPUT, masquerade in nat POSTROUTING, and in
+// filter the rejection of services without endpoints for new connections and the forwarding
+// of service traffic (Docker's FORWARD policy is DROP). Unlike kube-proxy, which only adds a
+// missing jump, kubeproxy moves them back above rules that other programs insert later (the
+// CNI firewall plugin's ACCEPT of pod traffic at the top of FORWARD would let connections to
+// Services without endpoints past the REJECT).
 func Jumps() []Jump {
 	portals := []string{"-m", "comment", "--comment", "minik8s service portals", "-j", ChainServices}
 	newPortals := []string{"-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment", "minik8s service portals", "-j", ChainServices}

@@ -19,15 +19,15 @@ type Op string
 const (
 	OpRestore     Op = "Restore"
 	OpSave        Op = "Save"
-	OpEnsureRule  Op = "EnsureRule"
+	OpEnsureFirst Op = "EnsureFirst"
 	OpChainExists Op = "ChainExists"
 )
 
-// EnsureCall is one recorded EnsureRule.
+// EnsureCall is one recorded EnsureFirst.
 type EnsureCall struct {
 	Table, Chain string
-	Rule         []string
-	Added        bool
+	Rules        [][]string
+	Changed      bool
 }
 
 // builtins are the chains every table starts with, in iptables-save's order.
@@ -104,7 +104,7 @@ func (f *Tables) Restores() [][]byte {
 	return slices.Clone(f.restores)
 }
 
-// Ensures returns every EnsureRule call, oldest first.
+// Ensures returns every EnsureFirst call, oldest first.
 func (f *Tables) Ensures() []EnsureCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -275,11 +275,12 @@ func (f *Tables) Save(_ context.Context, name string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// EnsureRule inserts the rule at the top of the chain unless it has it.
-func (f *Tables) EnsureRule(_ context.Context, tableName, chain string, rule ...string) (bool, error) {
+// EnsureFirst puts rules at the top of the chain, in order, and removes every other rule with
+// the comment and target of one of them, as the iptables adapter does (in one step here).
+func (f *Tables) EnsureFirst(_ context.Context, tableName, chain string, rules ...[]string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.failure(OpEnsureRule); err != nil {
+	if err := f.failure(OpEnsureFirst); err != nil {
 		return false, err
 	}
 	t := f.tables[tableName]
@@ -289,18 +290,42 @@ func (f *Tables) EnsureRule(_ context.Context, tableName, chain string, rule ...
 	if _, ok := t[chain]; !ok {
 		return false, fmt.Errorf("fake iptables: no chain %s/%s", tableName, chain)
 	}
-	line := RuleLine(chain, rule...)
-	if j := jumpTarget(strings.Fields(line)); j != "" && !targets[j] {
-		if _, ok := t[j]; !ok {
-			return false, fmt.Errorf("fake iptables: no chain/target %s", j)
+	keys, err := netfilter.Keys(rules)
+	if err != nil {
+		return false, fmt.Errorf("fake iptables: %s/%s: %w", tableName, chain, err)
+	}
+	lines := make([]string, len(rules))
+	for i, r := range rules {
+		lines[i] = RuleLine(chain, r...)
+		if j := jumpTarget(strings.Fields(lines[i])); j != "" && !targets[j] {
+			if _, ok := t[j]; !ok {
+				return false, fmt.Errorf("fake iptables: no chain/target %s", j)
+			}
 		}
 	}
-	added := !slices.Contains(t[chain], line)
-	if added {
-		t[chain] = append([]string{line}, t[chain]...)
+	have := make([][]string, len(t[chain]))
+	for i, line := range t[chain] {
+		if have[i], err = netfilter.SplitRule(line); err != nil {
+			return false, fmt.Errorf("fake iptables: %w", err)
+		}
 	}
-	f.ensures = append(f.ensures, EnsureCall{Table: tableName, Chain: chain, Rule: slices.Clone(rule), Added: added})
-	return added, nil
+	first, stale := netfilter.Placement(have, keys)
+	changed := !first || len(stale) > 0
+	if changed {
+		next := lines
+		for i, line := range t[chain] {
+			if k, ok := netfilter.KeyOf(have[i]); !ok || !slices.Contains(keys, k) {
+				next = append(next, line)
+			}
+		}
+		t[chain] = next
+	}
+	call := EnsureCall{Table: tableName, Chain: chain, Rules: make([][]string, len(rules)), Changed: changed}
+	for i, r := range rules {
+		call.Rules[i] = slices.Clone(r)
+	}
+	f.ensures = append(f.ensures, call)
+	return changed, nil
 }
 
 // ChainExists reports whether the table has the chain.
@@ -319,15 +344,18 @@ func (f *Tables) ChainExists(_ context.Context, tableName, chain string) (bool, 
 }
 
 // RuleLine renders rule arguments as iptables-save prints them: "-A <chain> <args>", an
-// argument with spaces in double quotes.
+// argument with spaces or quotes in double quotes, its quotes and backslashes escaped.
 func RuleLine(chain string, rule ...string) string {
 	parts := make([]string, 0, len(rule)+2)
 	parts = append(parts, "-A", chain)
 	for _, a := range rule {
-		if strings.ContainsAny(a, " \t") {
-			a = `"` + a + `"`
+		if a == "" || strings.ContainsAny(a, " \t\"'\\") {
+			a = `"` + quoteEscaper.Replace(a) + `"`
 		}
 		parts = append(parts, a)
 	}
 	return strings.Join(parts, " ")
 }
+
+// quoteEscaper escapes what iptables escapes inside a quoted argument.
+var quoteEscaper = strings.NewReplacer(`"`, `\"`, `\`, `\\`, `'`, `\'`)

@@ -25,14 +25,30 @@ func TestRecordsAndFails(t *testing.T) {
 	if err := f.Restore(t.Context(), payload); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.EnsureRule(t.Context(), "nat", "OUTPUT", "-j", "MINIK8S-X"); err != nil {
+	jump := []string{"-m", "comment", "--comment", "x", "-j", "MINIK8S-X"}
+	if _, err := f.EnsureFirst(t.Context(), "nat", "OUTPUT", jump); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([][]byte{payload}, f.Restores()); diff != "" {
 		t.Errorf("restores (-want +got):\n%s", diff)
 	}
-	want := []EnsureCall{{Table: "nat", Chain: "OUTPUT", Rule: []string{"-j", "MINIK8S-X"}, Added: true}}
+	want := []EnsureCall{{Table: "nat", Chain: "OUTPUT", Rules: [][]string{jump}, Changed: true}}
 	if diff := cmp.Diff(want, f.Ensures()); diff != "" {
 		t.Errorf("ensures (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuleLineSplitsBack(t *testing.T) {
+	rule := []string{"-m", "comment", "--comment", `a "b" \c 'd'`, "-m", "comment", "--comment", "", "-j", "MINIK8S-X"}
+	line := RuleLine("FORWARD", rule...)
+	if want := `-A FORWARD -m comment --comment "a \"b\" \\c \'d\'" -m comment --comment "" -j MINIK8S-X`; line != want {
+		t.Errorf("RuleLine = %s, want %s", line, want)
+	}
+	got, err := netfilter.SplitRule(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(append([]string{"-A", "FORWARD"}, rule...), got); diff != "" {
+		t.Errorf("split back (-want +got):\n%s", diff)
 	}
 }

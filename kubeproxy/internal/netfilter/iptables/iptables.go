@@ -3,8 +3,10 @@ package iptables
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,21 +72,98 @@ func (t *Tables) Save(ctx context.Context, table string) ([]byte, error) {
 	return t.run(ctx, t.cfg.SaveCommand, []string{"-t", table}, nil)
 }
 
-// EnsureRule inserts rule at position 1 unless `iptables -C` finds it.
-func (t *Tables) EnsureRule(_ context.Context, table, chain string, rule ...string) (bool, error) {
-	var added bool
-	err := netns.Do(t.cfg.NetNS, func() error {
-		ok, err := t.ipt.Exists(table, chain, rule...)
-		if err != nil || ok {
+// EnsureFirst lists the chain (iptables -S) and, unless it begins with rules and holds no
+// other copy of them, inserts them at position 1 (the last first), lists the chain again and
+// deletes the older copies by position, bottom up. Before each deletion it reads that
+// position back (iptables -S <chain> <n>), so that a rule another program inserted meanwhile
+// is never deleted in place of ours; the next call finishes then.
+func (t *Tables) EnsureFirst(_ context.Context, table, chain string, rules ...[]string) (bool, error) {
+	keys, err := netfilter.Keys(rules)
+	if err != nil {
+		return false, fmt.Errorf("ensure first in %s/%s: %w", table, chain, err)
+	}
+	var changed bool
+	err = netns.Do(t.cfg.NetNS, func() error {
+		have, err := t.list(table, chain)
+		if err != nil {
 			return err
 		}
-		added = true
-		return t.ipt.Insert(table, chain, 1, rule...)
+		first, stale := netfilter.Placement(have, keys)
+		if first && len(stale) == 0 {
+			return nil
+		}
+		if !first {
+			for i := len(rules) - 1; i >= 0; i-- {
+				if err := t.ipt.Insert(table, chain, 1, rules[i]...); err != nil {
+					var undoErr error
+					if undoErr = t.takeBack(table, chain, rules[i+1:]); undoErr == nil {
+						changed = false
+					}
+					return errors.Join(err, undoErr)
+				}
+				changed = true
+			}
+			if have, err = t.list(table, chain); err != nil {
+				return err
+			}
+			_, stale = netfilter.Placement(have, keys)
+		}
+		for _, pos := range slices.Backward(stale) {
+			want, _ := netfilter.KeyOf(have[pos-1])
+			line, err := t.ipt.ListById(table, chain, pos)
+			if err != nil {
+				return err
+			}
+			args, err := netfilter.SplitRule(line)
+			if err != nil {
+				return err
+			}
+			if got, _ := netfilter.KeyOf(args); got != want {
+				return fmt.Errorf("rule %d changed while old copies were deleted (now %q)", pos, line)
+			}
+			if err := t.ipt.DeleteById(table, chain, pos); err != nil {
+				return err
+			}
+			changed = true
+		}
+		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("ensure rule in %s/%s: %w", table, chain, err)
+		return changed, fmt.Errorf("ensure first in %s/%s: %w", table, chain, err)
 	}
-	return added, nil
+	return changed, nil
+}
+
+// takeBack deletes the rules just inserted at the top of the chain after inserting another
+// failed. A deletion by rule deletes the first match, which is the copy just inserted.
+func (t *Tables) takeBack(table, chain string, inserted [][]string) error {
+	var errs []error
+	for _, r := range inserted {
+		if err := t.ipt.Delete(table, chain, r...); err != nil {
+			errs = append(errs, fmt.Errorf("take back %q: %w", strings.Join(r, " "), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// list returns the rules of a chain as arguments, top first.
+func (t *Tables) list(table, chain string) ([][]string, error) {
+	lines, err := t.ipt.List(table, chain)
+	if err != nil {
+		return nil, err
+	}
+	var rules [][]string
+	for _, line := range lines {
+		if !strings.HasPrefix(line, "-A ") {
+			continue // the policy (-P) or the chain itself (-N)
+		}
+		args, err := netfilter.SplitRule(line)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, args)
+	}
+	return rules, nil
 }
 
 // ChainExists asks for the chain's first rule (cheap however large the table).

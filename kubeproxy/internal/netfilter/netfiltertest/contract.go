@@ -23,6 +23,23 @@ const (
 	ruleF1 = `-A MINIK8S-TEST-F -p tcp -m comment --comment "test/f has no endpoints" -m tcp --dport 81 -j REJECT --reject-with icmp-port-unreachable`
 )
 
+// Jumps for EnsureFirst, as arguments and as iptables prints them in FORWARD, and someone
+// else's rules in the same chain.
+var (
+	jumpX = []string{"-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment", "test external portals", "-j", "MINIK8S-TEST-X"}
+	jumpY = []string{"-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment", "test portals", "-j", "MINIK8S-TEST-Y"}
+	jumpZ = []string{"-m", "comment", "--comment", `test "forwarding"`, "-j", "MINIK8S-TEST-Z"}
+)
+
+const (
+	lineX         = `-A FORWARD -m conntrack --ctstate NEW -m comment --comment "test external portals" -j MINIK8S-TEST-X`
+	lineY         = `-A FORWARD -m conntrack --ctstate NEW -m comment --comment "test portals" -j MINIK8S-TEST-Y`
+	lineZ         = `-A FORWARD -m comment --comment "test \"forwarding\"" -j MINIK8S-TEST-Z`
+	foreignJump   = `-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-TEST-FORWARD`
+	foreignAccept = `-A FORWARD -s 10.244.0.0/16 -j ACCEPT`
+	jumpTargets   = "*filter\n:MINIK8S-TEST-X - [0:0]\n:MINIK8S-TEST-Y - [0:0]\n:MINIK8S-TEST-Z - [0:0]\n:CNI-TEST-FORWARD - [0:0]\nCOMMIT\n"
+)
+
 const first = `*nat
 :MINIK8S-TEST-A - [0:0]
 :MINIK8S-TEST-B - [0:0]
@@ -84,24 +101,88 @@ func Run(t *testing.T, newTables Factory) {
 		}
 	})
 
-	t.Run("EnsureRuleIsIdempotentAndFirst", func(t *testing.T) {
+	t.Run("EnsureFirstPutsRulesFirstOnce", func(t *testing.T) {
 		nf := newTables(t)
-		restore(t, nf, first)
-		// Someone else's rule is already in OUTPUT.
-		restore(t, nf, "*nat\n-A OUTPUT -d 192.0.2.1/32 -j RETURN\nCOMMIT\n")
-		jump := []string{"-m", "comment", "--comment", "test portals", "-j", "MINIK8S-TEST-A"}
+		restore(t, nf, jumpTargets)
+		// Someone else's rule is already in FORWARD.
+		restore(t, nf, "*filter\n"+foreignAccept+"\nCOMMIT\n")
 		for i, want := range []bool{true, false} {
-			added, err := nf.EnsureRule(t.Context(), "nat", "OUTPUT", jump...)
-			if err != nil {
-				t.Fatalf("EnsureRule #%d: %v", i+1, err)
-			}
-			if added != want {
-				t.Errorf("EnsureRule #%d added = %v, want %v", i+1, added, want)
+			ensureFirst(t, nf, want, "filter", "FORWARD", jumpX, jumpY, jumpZ)
+			if diff := cmp.Diff([]string{lineX, lineY, lineZ, foreignAccept}, builtinRules(t, nf, "filter", "FORWARD")); diff != "" {
+				t.Errorf("FORWARD after call #%d (-want +got):\n%s", i+1, diff)
 			}
 		}
-		want := []string{`-A OUTPUT -m comment --comment "test portals" -j MINIK8S-TEST-A`, "-A OUTPUT -d 192.0.2.1/32 -j RETURN"}
-		if diff := cmp.Diff(want, builtinRules(t, nf, "nat", "OUTPUT")); diff != "" {
-			t.Errorf("OUTPUT (-want +got):\n%s", diff)
+	})
+
+	t.Run("EnsureFirstMovesOthersBelow", func(t *testing.T) {
+		// A CNI plugin inserts its jump at the top after kubeproxy put its own there.
+		nf := newTables(t)
+		restore(t, nf, jumpTargets)
+		restore(t, nf, "*filter\n"+foreignAccept+"\nCOMMIT\n")
+		ensureFirst(t, nf, true, "filter", "FORWARD", jumpX, jumpY, jumpZ)
+		restore(t, nf, "*filter\n-I"+strings.TrimPrefix(foreignJump, "-A")+"\nCOMMIT\n")
+		if got := builtinRules(t, nf, "filter", "FORWARD"); len(got) == 0 || got[0] != foreignJump {
+			t.Fatalf("FORWARD after the foreign insert: %q, want %q first", got, foreignJump)
+		}
+		ensureFirst(t, nf, true, "filter", "FORWARD", jumpX, jumpY, jumpZ)
+		ensureFirst(t, nf, false, "filter", "FORWARD", jumpX, jumpY, jumpZ)
+		want := []string{lineX, lineY, lineZ, foreignJump, foreignAccept}
+		if diff := cmp.Diff(want, builtinRules(t, nf, "filter", "FORWARD")); diff != "" {
+			t.Errorf("FORWARD (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("EnsureFirstRestoresOrderAndRemovesCopies", func(t *testing.T) {
+		nf := newTables(t)
+		restore(t, nf, jumpTargets)
+		// Ours out of order, one twice, between someone else's rules.
+		restore(t, nf, "*filter\n"+strings.Join([]string{lineZ, foreignJump, lineY, lineX, foreignAccept, lineZ}, "\n")+"\nCOMMIT\n")
+		ensureFirst(t, nf, true, "filter", "FORWARD", jumpX, jumpY, jumpZ)
+		want := []string{lineX, lineY, lineZ, foreignJump, foreignAccept}
+		if diff := cmp.Diff(want, builtinRules(t, nf, "filter", "FORWARD")); diff != "" {
+			t.Errorf("FORWARD (-want +got):\n%s", diff)
+		}
+		// Ours in place with a copy further down: only the copy goes.
+		restore(t, nf, "*filter\n"+lineY+"\nCOMMIT\n")
+		ensureFirst(t, nf, true, "filter", "FORWARD", jumpX, jumpY, jumpZ)
+		if diff := cmp.Diff(want, builtinRules(t, nf, "filter", "FORWARD")); diff != "" {
+			t.Errorf("FORWARD after a copy was appended (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("EnsureFirstTouchesOnlyItsChain", func(t *testing.T) {
+		nf := newTables(t)
+		restore(t, nf, jumpTargets)
+		ensureFirst(t, nf, true, "filter", "INPUT", jumpX)
+		ensureFirst(t, nf, true, "filter", "OUTPUT", jumpY)
+		ensureFirst(t, nf, true, "filter", "FORWARD", jumpX, jumpY)
+		for chain, want := range map[string][]string{
+			"INPUT":   {"-A INPUT" + strings.TrimPrefix(lineX, "-A FORWARD")},
+			"OUTPUT":  {"-A OUTPUT" + strings.TrimPrefix(lineY, "-A FORWARD")},
+			"FORWARD": {lineX, lineY},
+		} {
+			if diff := cmp.Diff(want, builtinRules(t, nf, "filter", chain)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", chain, diff)
+			}
+		}
+	})
+
+	t.Run("EnsureFirstRejectsBadRules", func(t *testing.T) {
+		nf := newTables(t)
+		restore(t, nf, jumpTargets+"*filter\n"+foreignAccept+"\nCOMMIT\n")
+		for name, rules := range map[string][][]string{
+			"no comment":         {{"-j", "MINIK8S-TEST-X"}},
+			"same key twice":     {jumpX, jumpX},
+			"missing target":     {{"-m", "comment", "--comment", "test missing", "-j", "MINIK8S-TEST-MISSING"}},
+			"missing after one":  {jumpX, {"-m", "comment", "--comment", "test missing", "-j", "MINIK8S-TEST-MISSING"}},
+			"missing before one": {{"-m", "comment", "--comment", "test missing", "-j", "MINIK8S-TEST-MISSING"}, jumpX},
+		} {
+			if _, err := nf.EnsureFirst(t.Context(), "filter", "FORWARD", rules...); err == nil {
+				t.Errorf("%s: EnsureFirst succeeded", name)
+			}
+			if diff := cmp.Diff([]string{foreignAccept}, builtinRules(t, nf, "filter", "FORWARD")); diff != "" {
+				t.Errorf("%s: a failed EnsureFirst changed FORWARD (-want +got):\n%s", name, diff)
+			}
 		}
 	})
 
@@ -121,6 +202,18 @@ func Run(t *testing.T, newTables Factory) {
 			}
 		}
 	})
+}
+
+// ensureFirst calls EnsureFirst and checks what it reports.
+func ensureFirst(t *testing.T, nf netfilter.Interface, wantChanged bool, table, chain string, rules ...[]string) {
+	t.Helper()
+	changed, err := nf.EnsureFirst(t.Context(), table, chain, rules...)
+	if err != nil {
+		t.Fatalf("EnsureFirst %s/%s: %v", table, chain, err)
+	}
+	if changed != wantChanged {
+		t.Errorf("EnsureFirst %s/%s changed = %v, want %v", table, chain, changed, wantChanged)
+	}
 }
 
 func restore(t *testing.T, nf netfilter.Interface, payload string) {
