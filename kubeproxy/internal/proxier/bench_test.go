@@ -100,3 +100,22 @@ func BenchmarkRestartSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheck is the periodic check with everything in place: the canary chain, then one
+// `iptables -S` per built-in chain that holds our jumps.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			kernel := benchKernel(b)
+			p := New(Config{Tables: kernel, Options: opts, Logger: slog.New(slog.DiscardHandler)})
+			if _, err := p.Sync(b.Context(), benchPorts(n)); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if ok, err := p.Check(b.Context()); !ok || err != nil {
+					b.Fatalf("check: %v, %v", ok, err)
+				}
+			}
+		})
+	}
+}
