@@ -253,11 +253,18 @@ func (c *netCluster) networkingSteps(t *testing.T, step func(string, func(*testi
 		// kube-proxy does, rather than routed on towards an address nobody owns. kubeproxy
 		// keeps its jumps ahead of the CNI plugins' (checked every sync period).
 		ip80 := "http://" + net.JoinHostPort(web.Spec.ClusterIP, "80") + "/"
-		eventually(t, netTimeout, "web without endpoints refusing connections", func() bool {
+		for deadline := time.Now().Add(netTimeout); ; time.Sleep(time.Second) {
 			pod := c.inPod(t, c.kubectl, "client-"+n1.name, "timeout 5 wget -q -O- "+ip80+" 2>&1 || true")
 			node := n2.exec(t, "sh", "-c", "curl -sS -m 5 "+ip80+" 2>&1 || true")
-			return strings.Contains(pod, "Connection refused") && strings.Contains(node, "Connection refused")
-		})
+			// curl says "Couldn't connect to server" for a refused connection.
+			if strings.Contains(pod, "Connection refused") && strings.Contains(node, "Couldn't connect to server") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s without endpoints, after %s: from client-%s %q, from %s %q; want both refused",
+					ip80, netTimeout, n1.name, pod, n2.name, node)
+			}
+		}
 		web2 := map[string]string{"app": "web"}
 		c.createPod(t, echoPod("web-a", n2.name, web2))
 		c.createPod(t, echoPod("web-b", n3.name, web2))
@@ -400,6 +407,31 @@ func (c *netCluster) networkingSteps(t *testing.T, step func(string, func(*testi
 			if len(row) < 4 || row[2] != host || net.ParseIP(row[3]) == nil {
 				t.Errorf("%s kubectl get ingress: row %q, want the host %s and an address", k.name, row, host)
 			}
+		}
+		// A change reloads nginx without failing the requests under way: a node keeps asking
+		// while a path is added, until the new path answers.
+		stop := filepath.Join(t.TempDir(), "stop")
+		type loopResult struct {
+			out string
+			err error
+		}
+		done := make(chan loopResult, 1)
+		go func() {
+			out, err := c.script(t.Context(), nil, "node.sh", "exec", n2.name, "--", "sh", "-c",
+				"n=0; until [ -e "+stop+" ] && [ $n -ge 20 ]; do curl -s -m 5 -o /dev/null -w '%{http_code}\\n' '"+echo+"'; n=$((n+1)); sleep 0.05; done")
+			done <- loopResult{out, err}
+		}()
+		c.kubectlReal.ok(t, "patch", "ingress", "shop", "-n", c.ns, "--type=json", "-p",
+			`[{"op":"add","path":"/spec/rules/0/http/paths/-","value":{"path":"/added","pathType":"Prefix","backend":{"service":{"name":"web","port":{"number":80}}}}}]`)
+		nodeViews[n1.name].answeredBy(t, []string{"web-b", "web-c"}, "http://"+host+"/added")
+		writeFile(t, stop, "")
+		res := <-done
+		if res.err != nil {
+			t.Fatalf("%v\n%s", res.err, res.out)
+		}
+		codes := strings.Fields(res.out)
+		if bad := slices.DeleteFunc(slices.Clone(codes), func(s string) bool { return s == "200" }); len(codes) < 20 || len(bad) > 0 {
+			t.Errorf("requests while nginx reloaded: %d of %d not 200: %q", len(bad), len(codes), bad)
 		}
 		c.kubectlReal.ok(t, "delete", "ingress", "shop", "-n", c.ns)
 		for _, n := range nodes {
