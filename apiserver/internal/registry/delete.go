@@ -36,8 +36,9 @@ func (r *Registry) Delete(ctx context.Context, k Key, opts *metav1.DeleteOptions
 			return nil, err
 		}
 		grace := st.GracePeriod(obj, opts)
-		if grace > 0 || len(m.GetFinalizers()) > 0 || st.Finalizing(obj) {
-			out, err := r.markDeleted(ctx, k, obj, kv, grace, dry)
+		_, finalizers := gcFinalizers(st.GCPolicy(), m.GetFinalizers(), opts)
+		if grace > 0 || len(finalizers) > 0 || st.Finalizing(obj) {
+			out, err := r.markDeleted(ctx, k, obj, kv, grace, finalizers, dry)
 			if errors.Is(err, errRetry) {
 				continue
 			}
@@ -77,20 +78,43 @@ func checkPreconditions(k Key, m metav1.Object, pre *metav1.Preconditions) error
 	return nil
 }
 
-// markDeleted sets deletionTimestamp (graceful deletion, finalizers, namespace termination).
-// A second delete may only shorten a grace period.
-func (r *Registry) markDeleted(ctx context.Context, k Key, obj runtime.Object, kv storage.KV, grace int64, dry bool) (runtime.Object, error) {
+// markDeleted sets deletionTimestamp (graceful deletion, finalizers, namespace termination)
+// and the finalizers the deletion options call for (orphan, foregroundDeletion). While a
+// graceful deletion is under way a second delete may only shorten its grace period, and
+// changes no finalizers, as in Kubernetes.
+func (r *Registry) markDeleted(ctx context.Context, k Key, obj runtime.Object, kv storage.KV, grace int64, finalizers []string, dry bool) (runtime.Object, error) {
 	m, err := metaOf(obj)
 	if err != nil {
 		return nil, err
 	}
-	if cur := m.GetDeletionGracePeriodSeconds(); m.GetDeletionTimestamp() != nil && (cur == nil || *cur <= grace) {
+	changed := false
+	cur := m.GetDeletionGracePeriodSeconds()
+	switch {
+	case m.GetDeletionTimestamp() == nil:
+		changed = true
+	case cur != nil && *cur > 0:
+		if grace >= *cur {
+			return obj, nil
+		}
+		changed = true
+	default:
+		// Being deleted without a grace period (finalizers hold it): only the finalizers
+		// may change.
+		grace = 0
+	}
+	if changed {
+		ts := metav1.NewTime(r.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		m.SetDeletionTimestamp(&ts)
+		m.SetDeletionGracePeriodSeconds(&grace)
+		r.strategy(k.Resource).MarkDeleting(obj)
+	}
+	if !sameSet(finalizers, m.GetFinalizers()) {
+		m.SetFinalizers(finalizers)
+		changed = true
+	}
+	if !changed {
 		return obj, nil
 	}
-	ts := metav1.NewTime(r.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-	m.SetDeletionTimestamp(&ts)
-	m.SetDeletionGracePeriodSeconds(&grace)
-	r.strategy(k.Resource).MarkDeleting(obj)
 	if dry {
 		return obj, nil
 	}

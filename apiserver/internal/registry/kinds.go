@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -33,6 +34,8 @@ func strategies(alloc *allocator.Allocator) map[*scheme.Resource]Strategy {
 			st = secretStrategy{g}
 		case corev1.SchemeGroupVersion.WithKind("Event").GroupKind():
 			st = eventStrategy{g}
+		case batchv1.SchemeGroupVersion.WithKind("Job").GroupKind():
+			st = jobStrategy{g}
 		case corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind():
 			st = phaseFields{g}
 		}
@@ -201,3 +204,9 @@ func (g phaseFields) Fields(obj runtime.Object) fields.Set {
 	s["status.phase"] = string(obj.(*corev1.PersistentVolumeClaim).Status.Phase)
 	return s
 }
+
+// jobStrategy: batch/v1 Jobs orphan their pods unless the delete says otherwise, as Kubernetes
+// keeps for compatibility (kubectl asks for Background).
+type jobStrategy struct{ generic }
+
+func (jobStrategy) GCPolicy() GCPolicy { return OrphanDependents }

@@ -44,6 +44,8 @@ type Strategy interface {
 	CheckDelete(name string) error
 	// GracePeriod is how long obj may take to go away once deleted; 0 deletes at once.
 	GracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64
+	// GCPolicy is what happens to dependents when a delete does not say.
+	GCPolicy() GCPolicy
 	// Finalizing reports whether obj waits for something besides metadata.finalizers before
 	// it may go (a namespace with content to remove).
 	Finalizing(obj runtime.Object) bool
@@ -90,6 +92,7 @@ func (generic) Release(context.Context, runtime.Object, runtime.Object) {}
 func (generic) CheckDelete(string) error                                { return nil }
 func (generic) GracePeriod(runtime.Object, *metav1.DeleteOptions) int64 { return 0 }
 func (generic) Finalizing(runtime.Object) bool                          { return false }
+func (generic) GCPolicy() GCPolicy                                      { return DeleteDependents }
 func (generic) MarkDeleting(runtime.Object)                             {}
 
 func (generic) Fields(obj runtime.Object) fields.Set {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -45,6 +46,13 @@ func (r *Registry) Update(ctx context.Context, k Key, opts UpdateOptions, fn Upd
 		return out, err
 	}
 	return Written{}, apierror.Conflict(k.Resource.GVK.Group, k.Resource.Plural, k.Name, "too many concurrent writes; try again")
+}
+
+// graceful reports whether an object being deleted is in a grace period, which only a delete
+// ends (Kubernetes' shouldDeleteDuringUpdate).
+func graceful(m metav1.Object) bool {
+	g := m.GetDeletionGracePeriodSeconds()
+	return g != nil && *g > 0
 }
 
 var errRetry = errors.New("lost a write race; retry")
@@ -139,8 +147,9 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 		return Written{}, invalid(res, k.Name, errs)
 	}
 	key := storageKey(k)
-	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !st.Finalizing(obj) {
-		// The last finalizer is gone from an object being deleted: delete it now.
+	if om.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !st.Finalizing(obj) && !graceful(om) {
+		// The last finalizer is gone from an object being deleted: delete it now. An object
+		// in its grace period (a pod whose kubelet stops it) stays until its deletion.
 		if opts.DryRun {
 			return Written{Object: obj}, nil
 		}
