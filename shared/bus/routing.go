@@ -118,11 +118,12 @@ func RetiredBindings(queue string) []string {
 
 // controllerResources are the resources the controller-manager reconciles or
 // watches for its controllers (ReplicaSet, Deployment, HPA, Job, Endpoints,
-// garbage collector, node lifecycle, Ingress, PV binding).
+// garbage collector, node lifecycle, Ingress, PV binding). An informer of a
+// resource missing here still works, from its periodic relists alone.
 var controllerResources = []string{
 	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
 	"replicasets", "deployments", "horizontalpodautoscalers", "jobs",
-	"ingresses", "persistentvolumes", "persistentvolumeclaims",
+	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses",
 }
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false

@@ -132,6 +132,7 @@ func TestBindingsRouteTable(t *testing.T) {
 		{"pods.unscheduled.status", []string{"scheduler", "controller-manager", "serverless"}},
 		{"nodes.n2.modified", []string{"scheduler", "controller-manager", "kubelet.n1.lab", "kubelet.n2"}},
 		{"deployments.modified", []string{"controller-manager"}},
+		{"storageclasses.added", []string{"controller-manager"}},
 		{"services.added", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"endpoints.modified", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"endpointslices.added", []string{"controller-manager", "kubeproxy.n1.lab"}},

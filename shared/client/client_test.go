@@ -447,3 +447,34 @@ func TestMustForFindsTheResource(t *testing.T) {
 		t.Fatalf("resource %s", got)
 	}
 }
+
+func TestMetadataRequests(t *testing.T) {
+	list := `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"12"},"items":[` +
+		`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"rs1","namespace":"n","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d","uid":"u1"}]}}]}`
+	f, c := newFake(t, reply(200, list))
+	m := Metadata(c, res(t, "rs"))
+	l, err := m.List(t.Context(), "", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.last(t); r.Accept != MetadataAccept || r.Path != "/apis/apps/v1/replicasets" {
+		t.Errorf("request = %+v", r)
+	}
+	if len(l.Items) != 1 {
+		t.Fatalf("items = %d", len(l.Items))
+	}
+	it := l.Items[0]
+	got := []string{l.ResourceVersion, it.APIVersion, it.Kind, it.Name, it.OwnerReferences[0].Name}
+	if diff := cmp.Diff([]string{"12", "apps/v1", "ReplicaSet", "rs1", "d"}, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+
+	f, c = newFake(t, reply(200, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"web","namespace":"default"}}`))
+	obj, err := Metadata(c, res(t, "po")).Get(t.Context(), "default", "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.last(t); r.Accept != MetadataAccept || obj.Kind != "Pod" || obj.APIVersion != "v1" || obj.Name != "web" {
+		t.Errorf("request %+v gave %+v", r, obj)
+	}
+}

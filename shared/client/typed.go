@@ -27,6 +27,8 @@ type Typed[T runtime.Object, L runtime.Object] struct {
 	newObj  func() T
 	newList func() L
 	decode  func(data []byte, into runtime.Object) error
+	// accept, when set, is the Accept header of reads (Metadata asks for PartialObjectMetadata).
+	accept string
 }
 
 // For gives typed access to res, e.g. For[*corev1.Pod, *corev1.PodList](c, podsResource).
@@ -80,18 +82,54 @@ func Dynamic(c *Client, res *scheme.Resource) *Unstructured {
 	}
 }
 
+// MetadataAccept asks the apiserver for objects as PartialObjectMetadata and lists as
+// PartialObjectMetadataList; it picks the form that fits the answer.
+const MetadataAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+// PartialMetadata is access to the metadata of a resource's objects, without their spec and
+// status: what the garbage collector reads of every kind.
+type PartialMetadata = Typed[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList]
+
+// Metadata gives access to res's objects as PartialObjectMetadata. The apiserver sends them as
+// kind PartialObjectMetadata; they are given res's apiVersion and kind instead, so an object
+// read here names what it is (as an owner reference must).
+func Metadata(c *Client, res *scheme.Resource) *PartialMetadata {
+	apiVersion, kind := res.GVK.ToAPIVersionAndKind()
+	return &PartialMetadata{
+		c:       c,
+		res:     res,
+		newObj:  func() *metav1.PartialObjectMetadata { return &metav1.PartialObjectMetadata{} },
+		newList: func() *metav1.PartialObjectMetadataList { return &metav1.PartialObjectMetadataList{} },
+		accept:  MetadataAccept,
+		decode: func(data []byte, into runtime.Object) error {
+			if err := json.Unmarshal(data, into); err != nil {
+				return err
+			}
+			switch out := into.(type) {
+			case *metav1.PartialObjectMetadata:
+				out.APIVersion, out.Kind = apiVersion, kind
+			case *metav1.PartialObjectMetadataList:
+				for i := range out.Items {
+					out.Items[i].APIVersion, out.Items[i].Kind = apiVersion, kind
+				}
+			}
+			return nil
+		},
+	}
+}
+
 // Resource is the resource this client addresses.
 func (t *Typed[T, L]) Resource() *scheme.Resource { return t.res }
 
 // Get reads one object.
 func (t *Typed[T, L]) Get(ctx context.Context, namespace, name string, opts metav1.GetOptions) (T, error) {
-	return t.into(ctx, t.c.Get().Resource(t.res, namespace, name).Param("resourceVersion", opts.ResourceVersion))
+	return t.into(ctx, t.read(t.c.Get().Resource(t.res, namespace, name).Param("resourceVersion", opts.ResourceVersion)))
 }
 
 // List reads a collection; an empty namespace lists all namespaces.
 func (t *Typed[T, L]) List(ctx context.Context, namespace string, opts metav1.ListOptions) (L, error) {
 	out := t.newList()
-	data, err := t.c.Get().Resource(t.res, namespace, "").Params(ListQuery(opts)).Do(ctx)
+	data, err := t.read(t.c.Get().Resource(t.res, namespace, "").Params(ListQuery(opts))).Do(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -139,7 +177,7 @@ func (t *Typed[T, L]) Patch(ctx context.Context, namespace, name string, pt type
 
 // PatchWithOptions is Patch with dry run, field manager or field validation.
 func (t *Typed[T, L]) PatchWithOptions(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresource ...string) (T, error) {
-	return t.into(ctx, t.c.Patch(string(pt)).Resource(t.res, namespace, name, subresource...).Params(writeQuery(opts.DryRun, opts.FieldManager, opts.FieldValidation)).Body(data))
+	return t.into(ctx, t.read(t.c.Patch(string(pt)).Resource(t.res, namespace, name, subresource...).Params(writeQuery(opts.DryRun, opts.FieldManager, opts.FieldValidation)).Body(data)))
 }
 
 // Delete deletes one object. The options go both in the body, as Kubernetes clients send
@@ -163,7 +201,7 @@ func (t *Typed[T, L]) DeleteCollection(ctx context.Context, namespace string, op
 // it (after timeoutSeconds). ERROR events carry a *metav1.Status.
 func (t *Typed[T, L]) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	body, err := t.c.Get().Resource(t.res, namespace, "").Params(ListQuery(opts)).Stream(ctx)
+	body, err := t.read(t.c.Get().Resource(t.res, namespace, "").Params(ListQuery(opts))).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +209,15 @@ func (t *Typed[T, L]) Watch(ctx context.Context, namespace string, opts metav1.L
 		obj := t.newObj()
 		return obj, t.decode(raw, obj)
 	}), nil
+}
+
+// read sets the client's Accept header, if it has one, on a request whose answer it decodes
+// (a metadata client's patch answers metadata too).
+func (t *Typed[T, L]) read(r *Request) *Request {
+	if t.accept != "" {
+		r.Accept(t.accept)
+	}
+	return r
 }
 
 func (t *Typed[T, L]) into(ctx context.Context, r *Request) (T, error) {

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
-	"minik8s.io/controller/internal/informers"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
+	"minik8s.io/shared/informer"
 	"minik8s.io/shared/leaderelection"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
@@ -120,7 +121,7 @@ type Context struct {
 	// ClientConfig is the connection Client uses, for the streaming clients (pods/exec).
 	ClientConfig *client.Config
 	Client       *client.Client
-	Informers    *informers.Factory
+	Informers    *informer.Factory
 	Recorder     *record.Recorder
 	Logger       *slog.Logger
 }
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	cl = cl.WithLogger(log)
 	recorder := record.New(record.Config{Component: "controller-manager", Host: cfg.Identity, Sink: record.NewAPISink(cl), Logger: log})
-	factory := informers.New(informers.ClientSource(cl), informers.Config{RelistPeriod: cfg.RelistPeriod,
+	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{RelistPeriod: cfg.RelistPeriod,
 		// The bus consumer's OnConnect relists every cache once its queue is bound; the
 		// first lists wait for it rather than list twice.
 		FirstListWait: 5 * time.Second, Logger: log.With("part", "informers")})
@@ -158,6 +159,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bindings, ok := bus.Bindings(bus.QueueControllerManager)
 	if !ok {
 		return errors.New("no bus bindings for the controller-manager queue")
+	}
+	for _, r := range unbound(factory.Resources(), bindings) {
+		log.Warn("the bus queue is not bound to a resource a controller caches: its cache follows the relists alone", "resource", r, "relistPeriod", cfg.RelistPeriod)
 	}
 	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "controller-manager", Logger: log.With("part", "bus")})
 	defer b.Close()
@@ -196,4 +200,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g.Add("controllers", run.Func(runControllers))
 	log.Info("starting", "identity", cfg.Identity, "leaderElect", cfg.LeaderElect, "queue", cfg.Queue, "controllers", running)
 	return g.Run(ctx)
+}
+
+// unbound returns the resources whose changes none of the bindings takes.
+func unbound(resources, bindings []string) []string {
+	var out []string
+	for _, r := range resources {
+		key := bus.RoutingKey(r, "", "x", nil, nil, "MODIFIED")
+		if !slices.ContainsFunc(bindings, func(p string) bool { return bus.Match(p, key) }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

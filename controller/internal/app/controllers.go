@@ -7,7 +7,6 @@ import (
 
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
-	"minik8s.io/controller/internal/informers"
 	"minik8s.io/controller/internal/ingress"
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/shared/informer"
@@ -72,7 +71,7 @@ func newNodeLifecycle(c *Context) run.Runnable {
 		Nodes:         c.Informers.Nodes(),
 		Leases:        c.Informers.Leases(),
 		Pods:          c.Informers.Pods(),
-		PodNodeIndex:  informers.PodNodeIndex,
+		PodNodeIndex:  informer.PodNodeIndex,
 		API:           nodelifecycle.ClientAPI(c.Client),
 		Recorder:      c.Recorder,
 		Logger:        c.Logger,
