@@ -14,6 +14,7 @@ func TestLookup(t *testing.T) {
 		{"svc", "services"}, {"deploy", "deployments"}, {"deployments.apps", "deployments"},
 		{"rs", "replicasets"}, {"hpa", "horizontalpodautoscalers"}, {"no", "nodes"},
 		{"ns", "namespaces"}, {"ing", "ingresses"}, {"fn", "functions"}, {"ev", "events"}, {"sa", "serviceaccounts"},
+		{"sc", "storageclasses"}, {"storageclass.storage.k8s.io", "storageclasses"}, {"pvc", "persistentvolumeclaims"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

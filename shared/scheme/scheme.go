@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +37,7 @@ func init() {
 		discoveryv1.AddToScheme,
 		networkingv1.AddToScheme,
 		policyv1.AddToScheme, // Eviction, the pods/eviction subresource's kind
+		storagev1.AddToScheme,
 		serverlessv1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))

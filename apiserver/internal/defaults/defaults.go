@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -35,6 +36,13 @@ func Apply(obj runtime.Object) {
 		persistentVolume(o)
 	case *corev1.PersistentVolumeClaim:
 		persistentVolumeClaim(o)
+	case *storagev1.StorageClass:
+		if o.ReclaimPolicy == nil {
+			o.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimDelete)
+		}
+		if o.VolumeBindingMode == nil {
+			o.VolumeBindingMode = ptr(storagev1.VolumeBindingImmediate)
+		}
 	case *appsv1.Deployment:
 		deployment(o)
 	case *appsv1.ReplicaSet:

@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,6 +101,13 @@ func TestKindCells(t *testing.T) {
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		}, []any{"data", "Bound", "pv1", "1Gi", "RWO", "", "<unset>", "3h", "<unset>"}},
+		{"storage class defaults", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow", CreationTimestamp: ago(time.Hour)}, Provisioner: "example.com/slow"},
+			[]any{"slow", "example.com/slow", "Delete", "Immediate", false, "60m"}},
+		{"storage class default", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard", CreationTimestamp: ago(time.Hour),
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+			Provisioner: "minik8s.io/hostpath-shared", ReclaimPolicy: ptr(corev1.PersistentVolumeReclaimRetain),
+			VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer), AllowVolumeExpansion: ptr(true)},
+			[]any{"standard (default)", "minik8s.io/hostpath-shared", "Retain", "WaitForFirstConsumer", true, "60m"}},
 		{"deployment", &appsv1.Deployment{ObjectMeta: objMeta("web"),
 			Spec:   appsv1.DeploymentSpec{Replicas: ptr(int32(3)), Selector: selector, Template: template},
 			Status: appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2},

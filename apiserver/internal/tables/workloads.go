@@ -31,9 +31,10 @@ var printers = map[schema.GroupKind]printer{
 	{Kind: "ConfigMap"}:      {configMapColumns, typed(configMapRow)},
 	{Kind: "ServiceAccount"}: {serviceAccountColumns, typed(serviceAccountRow)},
 	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: {endpointSliceColumns, typed(endpointSliceRow)},
-	{Kind: "Secret"}:                {secretColumns, typed(secretRow)},
-	{Kind: "PersistentVolume"}:      {persistentVolumeColumns, typed(persistentVolumeRow)},
-	{Kind: "PersistentVolumeClaim"}: {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
+	{Kind: "Secret"}:                                {secretColumns, typed(secretRow)},
+	{Kind: "PersistentVolume"}:                      {persistentVolumeColumns, typed(persistentVolumeRow)},
+	{Kind: "PersistentVolumeClaim"}:                 {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
+	{Group: "storage.k8s.io", Kind: "StorageClass"}: {storageClassColumns, typed(storageClassRow)},
 
 	{Group: "apps", Kind: "Deployment"}:                     {deploymentColumns, typed(deploymentRow)},
 	{Group: "apps", Kind: "ReplicaSet"}:                     {replicaSetColumns, typed(replicaSetRow)},

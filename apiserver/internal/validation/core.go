@@ -239,6 +239,18 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	if hp := spec.HostPath; hp != nil && hp.Path == "" {
 		allErrs = append(allErrs, field.Required(sp.Child("hostPath", "path"), ""))
 	}
+	if l := spec.Local; l != nil && l.Path == "" {
+		allErrs = append(allErrs, field.Required(sp.Child("local", "path"), ""))
+	}
+	if ref := spec.ClaimRef; ref != nil {
+		// The binder finds a pre-bound volume's claim by namespace and name.
+		if ref.Name == "" {
+			allErrs = append(allErrs, field.Required(sp.Child("claimRef", "name"), ""))
+		}
+		if ref.Namespace == "" {
+			allErrs = append(allErrs, field.Required(sp.Child("claimRef", "namespace"), ""))
+		}
+	}
 	if spec.PersistentVolumeReclaimPolicy != "" && !contains(reclaimPolicies, spec.PersistentVolumeReclaimPolicy) {
 		allErrs = append(allErrs, field.NotSupported(sp.Child("persistentVolumeReclaimPolicy"), spec.PersistentVolumeReclaimPolicy, reclaimPolicies))
 	}
@@ -277,6 +289,12 @@ func validatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.Erro
 	if spec.Selector != nil {
 		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(spec.Selector, selectorOpts, sp.Child("selector"))...)
 	}
+	if c := spec.StorageClassName; c != nil && *c != "" {
+		allErrs = append(allErrs, nameErrs(sp.Child("storageClassName"), *c, validation.IsDNS1123Subdomain)...)
+	}
+	if spec.VolumeName != "" {
+		allErrs = append(allErrs, nameErrs(sp.Child("volumeName"), spec.VolumeName, validation.IsDNS1123Subdomain)...)
+	}
 	return allErrs
 }
 
@@ -286,6 +304,11 @@ func validatePersistentVolumeClaimUpdate(n, o *corev1.PersistentVolumeClaim) fie
 	merged.Resources.Requests = n.Spec.Resources.Requests
 	merged.VolumeName = n.Spec.VolumeName // set by the binder
 	merged.VolumeAttributesClassName = n.Spec.VolumeAttributesClassName
+	if o.Spec.StorageClassName == nil && o.Spec.VolumeName == "" && n.Spec.StorageClassName != nil {
+		// An unbound claim without a class gets the default one once there is one (the
+		// binder's retroactive assignment, as in Kubernetes).
+		merged.StorageClassName = n.Spec.StorageClassName
+	}
 	var allErrs field.ErrorList
 	if !equality.Semantic.DeepEqual(merged, &n.Spec) {
 		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))

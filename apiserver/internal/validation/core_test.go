@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -114,6 +115,37 @@ func TestClusterScoped(t *testing.T) {
 		{name: "capacity required", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Capacity = nil }, want: []problem{req("spec.capacity")}},
 		{name: "access modes required", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.AccessModes = nil }, want: []problem{req("spec.accessModes")}},
 		{name: "source required", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.HostPath = nil }, want: []problem{req("spec")}},
+		{name: "claimRef names a claim", mutate: func(pv *corev1.PersistentVolume) {
+			pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim"}
+		},
+			want: []problem{req("spec.claimRef.name"), req("spec.claimRef.namespace")}},
+		{name: "local path", mutate: func(pv *corev1.PersistentVolume) {
+			pv.Spec.HostPath = nil
+			pv.Spec.Local = &corev1.LocalVolumeSource{}
+		}, want: []problem{req("spec.local.path")}},
+		{name: "class name", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.StorageClassName = "Fast_Disk" }, want: []problem{inv("spec.storageClassName")}},
+		{name: "reclaim policy", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.PersistentVolumeReclaimPolicy = "Shred" },
+			want: []problem{nsup("spec.persistentVolumeReclaimPolicy")}},
+	})
+	sc := func() *storagev1.StorageClass {
+		return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "minik8s.io/hostpath-shared"}
+	}
+	runCreate(t, sc, []createCase[*storagev1.StorageClass]{
+		{name: "valid"},
+		{name: "provisioner required", mutate: func(s *storagev1.StorageClass) { s.Provisioner = "" }, want: []problem{req("provisioner")}},
+		{name: "provisioner name", mutate: func(s *storagev1.StorageClass) { s.Provisioner = "a b" }, want: []problem{inv("provisioner")}},
+		{name: "no recycling", mutate: func(s *storagev1.StorageClass) { s.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimRecycle) },
+			want: []problem{nsup("reclaimPolicy")}},
+		{name: "binding mode", mutate: func(s *storagev1.StorageClass) { s.VolumeBindingMode = ptr(storagev1.VolumeBindingMode("Later")) },
+			want: []problem{nsup("volumeBindingMode")}},
+	})
+	runUpdate(t, sc, []updateCase[*storagev1.StorageClass]{
+		{name: "default annotation", mutate: func(s *storagev1.StorageClass) {
+			s.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+		}},
+		{name: "provisioner fixed", mutate: func(s *storagev1.StorageClass) { s.Provisioner = "example.com/other" }, want: []problem{forb("provisioner")}},
+		{name: "reclaim fixed", mutate: func(s *storagev1.StorageClass) { s.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimRetain) }, want: []problem{inv("reclaimPolicy")}},
+		{name: "parameters fixed", mutate: func(s *storagev1.StorageClass) { s.Parameters = map[string]string{"a": "b"} }, want: []problem{forb("parameters")}},
 	})
 }
 
@@ -174,6 +206,19 @@ func TestOtherNamespaced(t *testing.T) {
 			p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 		},
 			want: []problem{forb("spec")}},
+		{name: "default class assigned", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("standard") }},
+		{name: "volume name set once", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.VolumeName = "pv1" }},
+	})
+	classed := func() *corev1.PersistentVolumeClaim { p := newPVC(); p.Spec.StorageClassName = ptr("fast"); return p }
+	runUpdate(t, classed, []updateCase[*corev1.PersistentVolumeClaim]{
+		{name: "class fixed", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("slow") }, want: []problem{forb("spec")}},
+	})
+	runCreate(t, newPVC, []createCase[*corev1.PersistentVolumeClaim]{
+		{name: "class name", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("Fast_Disk") }, want: []problem{inv("spec.storageClassName")}},
+		{name: "no class", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("") }},
+		{name: "selector", mutate: func(p *corev1.PersistentVolumeClaim) {
+			p.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}
+		}, want: []problem{inv("spec.selector.matchExpressions[0].operator")}},
 	})
 	path0 := func(i *networkingv1.Ingress) *networkingv1.HTTPIngressPath { return &i.Spec.Rules[0].HTTP.Paths[0] }
 	runCreate(t, newIngress, []createCase[*networkingv1.Ingress]{

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,6 +128,8 @@ func rules(obj runtime.Object) (kind, bool) {
 		return typed(dnsSubdomain, validatePersistentVolume, validatePersistentVolumeUpdate), true
 	case *corev1.PersistentVolumeClaim:
 		return typed(dnsSubdomain, validatePersistentVolumeClaim, validatePersistentVolumeClaimUpdate), true
+	case *storagev1.StorageClass:
+		return typed(dnsSubdomain, validateStorageClass, validateStorageClassUpdate), true
 	case *appsv1.Deployment:
 		return typed(dnsSubdomain, validateDeployment, validateDeploymentUpdate), true
 	case *appsv1.ReplicaSet:
