@@ -17,7 +17,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/scheduler/internal/cache"
@@ -174,10 +173,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The bus brings changes; the informers only list, on every (re)connect and every
 	// RelistPeriod, so a lost message is repaired. The first list waits for the bus's queue
 	// to be bound, so that it is also the connect's relist.
-	podInf := informer.New(informer.Config{Name: "pods", ListerWatcher: informer.ForNamespace(pods, ""),
-		NoWatch: true, RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log})
-	nodeInf := informer.New(informer.Config{Name: "nodes", ListerWatcher: informer.ForNamespace(nodes, ""),
-		NoWatch: true, RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log})
+	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{
+		RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log})
+	// Pods without the factory's node index: the scheduler's cache keeps its own per node.
+	podInf, nodeInf := factory.For(informer.Pods, nil), factory.Nodes()
 
 	host, _ := os.Hostname()
 	if cfg.Identity == "" {
@@ -212,35 +211,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "scheduler", Logger: log.With("part", "bus")})
 	defer b.Close()
 	bindings, _ := bus.Bindings(bus.QueueScheduler)
-	handle := func(_ context.Context, d bus.Delivery) error {
-		var inf *informer.Informer
-		var into runtime.Object
-		switch d.Headers[bus.HeaderResource] {
-		case "pods":
-			inf, into = podInf, &corev1.Pod{}
-		case "nodes":
-			inf, into = nodeInf, &corev1.Node{}
-		default:
-			return nil
-		}
-		if _, err := inf.ApplyEvent(d.Body, into); err != nil {
-			// The relist repairs what a bad message meant; retrying it would not.
-			log.Warn("dropping bus event", "id", d.ID, "err", err)
-		}
-		return nil
-	}
 
 	log.Info("starting", "strategy", strategy.Name(), "leaderElect", cfg.LeaderElect, "identity", cfg.Identity)
 	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
 	g.Add("recorder", recorder)
-	g.Add("pods-informer", podInf)
-	g.Add("nodes-informer", nodeInf)
-	// No acks: the handler never fails, and OnConnect relists, which repairs what a lost
-	// connection took with it.
-	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: handle, NoAck: true,
+	g.Add("informers", factory)
+	// No acks: the handler never fails (the relist repairs what a bad message meant), and
+	// OnConnect relists, which repairs what a lost connection took with it.
+	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: factory.Handle, NoAck: true,
 		OnConnect: func(context.Context) error {
-			podInf.RequestRelist()
-			nodeInf.RequestRelist()
+			factory.RelistAll()
 			return nil
 		}}
 	g.Add("bus", run.Func(func(ctx context.Context) error {
@@ -263,7 +243,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	g.Add("scheduler", run.Func(func(ctx context.Context) error {
 		// Scheduling from a partial cache would overcommit nodes whose pods are not listed yet.
-		for !podInf.HasSynced() || !nodeInf.HasSynced() {
+		for !factory.HasSynced() {
 			select {
 			case <-ctx.Done():
 				return nil
