@@ -124,6 +124,8 @@ var controllerResources = []string{
 	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
 	"replicasets", "deployments", "horizontalpodautoscalers", "jobs",
 	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses",
+	// The garbage collector follows the owner references of every kind but events.
+	"configmaps", "secrets", "serviceaccounts", "functions", "workflows",
 }
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false

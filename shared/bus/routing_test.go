@@ -137,7 +137,8 @@ func TestBindingsRouteTable(t *testing.T) {
 		{"endpoints.modified", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"endpointslices.added", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"ingresses.deleted", []string{"controller-manager", "kubeproxy.n1.lab"}},
-		{"functions.added", []string{"serverless"}},
+		{"functions.added", []string{"controller-manager", "serverless"}},
+		{"configmaps.deleted", []string{"controller-manager"}},
 		{"events.added", nil},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
+	"minik8s.io/controller/internal/garbagecollector"
 	"minik8s.io/controller/internal/ingress"
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/shared/informer"
@@ -22,6 +23,7 @@ var controllers = []struct {
 }{
 	{"endpoint", newEndpoints},
 	{"endpointslice", newEndpointSlices},
+	{"garbagecollector", newGarbageCollector},
 	{"ingress", newIngress},
 	{"nodelifecycle", newNodeLifecycle},
 }
@@ -117,6 +119,18 @@ func newIngress(c *Context) run.Runnable {
 		Image:     c.Config.IngressNginxImage,
 		Replicas:  c.Config.IngressNginxReplicas,
 		NodePort:  int32(c.Config.IngressNodePort),
+		Logger:    c.Logger,
+	})
+}
+
+func newGarbageCollector(c *Context) run.Runnable {
+	infs := map[string]*informer.Informer{}
+	for _, res := range garbagecollector.Collected() {
+		infs[res.Plural] = c.Informers.MetadataFor(res.Plural, informer.Indexers{garbagecollector.OwnerIndex: garbagecollector.OwnerIndexFunc})
+	}
+	return garbagecollector.New(garbagecollector.Config{
+		Informers: infs,
+		API:       garbagecollector.ClientAPI(c.Client),
 		Logger:    c.Logger,
 	})
 }
