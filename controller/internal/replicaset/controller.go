@@ -1,0 +1,391 @@
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik8s.io/controller/internal/reconcile"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// Event reasons, Kubernetes' own.
+const (
+	EventSuccessfulCreate = "SuccessfulCreate"
+	EventSuccessfulDelete = "SuccessfulDelete"
+)
+
+// Config wires a Controller.
+type Config struct {
+	// ReplicaSets and Pods are the shared informers.
+	ReplicaSets, Pods *informer.Informer
+	API               API
+	Recorder          Recorder
+	Workers           int
+	// Resync is how often every ReplicaSet is reconciled again whatever the events said.
+	Resync time.Duration
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Controller keeps every ReplicaSet's pods. Build with New, run Start.
+type Controller struct {
+	cfg          Config
+	rss          informer.Lister[*appsv1.ReplicaSet]
+	pods         informer.Lister[*corev1.Pod]
+	loop         *reconcile.Loop
+	expectations reconcile.Expectations
+	written      reconcile.Written
+	log          *slog.Logger
+}
+
+// New returns a controller; it registers its handlers and starts nothing until Start.
+func New(cfg Config) *Controller {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	c := &Controller{
+		cfg:  cfg,
+		rss:  informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSets.Store()),
+		pods: informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		log:  cfg.Logger.With("controller", "replicaset"),
+	}
+	c.loop = reconcile.New("replicaset", cfg.Clock)
+	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
+	c.loop.Synced = []func() bool{cfg.ReplicaSets.HasSynced, cfg.Pods.HasSynced}
+	if cfg.Workers > 0 {
+		c.loop.Workers = cfg.Workers
+	}
+	if cfg.Resync > 0 {
+		c.loop.Resync = cfg.Resync
+	}
+	cfg.ReplicaSets.AddEventHandler(informer.HandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(_, obj runtime.Object) {
+			if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+				c.written.Behind(keyOf(rs.Namespace, rs.Name), rs.ResourceVersion, c.cfg.Clock.Now())
+			}
+			c.enqueue(obj)
+		},
+		DeleteFunc: func(obj runtime.Object) {
+			if key, err := informer.KeyOf(informer.DeletedObject(obj)); err == nil {
+				c.expectations.Forget(key)
+				c.written.Forget(key)
+			}
+		},
+	})
+	cfg.Pods.AddEventHandler(informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted})
+	return c
+}
+
+// Start reconciles until ctx ends.
+func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
+
+func keyOf(namespace, name string) string { return namespace + "/" + name }
+
+func (c *Controller) enqueue(obj runtime.Object) {
+	if key, err := informer.KeyOf(obj); err == nil {
+		c.loop.Add(key)
+	}
+}
+
+func (c *Controller) keys() []string {
+	rss, _ := c.rss.List(nil)
+	keys := make([]string, 0, len(rss))
+	for _, rs := range rss {
+		keys = append(keys, keyOf(rs.Namespace, rs.Name))
+	}
+	return keys
+}
+
+// owner is the key of the ReplicaSet a controller reference names, "" when it names none in
+// the cache (another kind, or a ReplicaSet gone or replaced by one of the same name).
+func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) string {
+	if ref == nil || ref.Kind != Kind.Kind || ref.APIVersion != Kind.GroupVersion().String() {
+		return ""
+	}
+	rs, err := c.rss.Get(namespace, ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return ""
+	}
+	return keyOf(namespace, rs.Name)
+}
+
+// selecting are the keys of the ReplicaSets whose selector matches pod: who may adopt an orphan.
+func (c *Controller) selecting(pod *corev1.Pod) []string {
+	rss, _ := c.rss.ListNamespace(pod.Namespace, nil)
+	var keys []string
+	for _, rs := range rss {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
+			keys = append(keys, keyOf(rs.Namespace, rs.Name))
+		}
+	}
+	return keys
+}
+
+func (c *Controller) podAdded(obj runtime.Object) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already terminating (after a relist): a deletion.
+		c.podDeleted(pod)
+		return
+	}
+	if key := c.owner(pod.Namespace, ControllerOf(pod)); key != "" {
+		c.expectations.CreationObserved(key)
+		c.loop.Add(key)
+		return
+	}
+	if ControllerOf(pod) == nil {
+		for _, key := range c.selecting(pod) {
+			c.loop.Add(key)
+		}
+	}
+}
+
+func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	pod, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 || old.ResourceVersion == pod.ResourceVersion {
+		return
+	}
+	podKey := keyOf(pod.Namespace, pod.Name)
+	newOwner := c.owner(pod.Namespace, ControllerOf(pod))
+	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil && newOwner != "" {
+		// Terminating counts as gone: the replacement starts now.
+		c.expectations.DeletionObserved(newOwner, podKey)
+	}
+	if oldOwner := c.owner(old.Namespace, ControllerOf(old)); oldOwner != "" && oldOwner != newOwner {
+		c.loop.Add(oldOwner)
+	}
+	if newOwner != "" {
+		c.loop.Add(newOwner)
+		return
+	}
+	if ControllerOf(pod) == nil && (!labels.Equals(old.Labels, pod.Labels) || ControllerOf(old) != nil) {
+		for _, key := range c.selecting(pod) {
+			c.loop.Add(key)
+		}
+	}
+}
+
+func (c *Controller) podDeleted(obj runtime.Object) {
+	pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key := c.owner(pod.Namespace, ControllerOf(pod)); key != "" {
+		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
+		c.loop.Add(key)
+	}
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name := informer.SplitKey(key)
+	cached, err := c.rss.Get(ns, name)
+	if errors.Is(err, apierror.ErrNotFound) {
+		c.expectations.Forget(key)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	now := c.cfg.Clock.Now()
+	if c.written.Behind(key, cached.ResourceVersion, now) {
+		// Our last status write is not in the cache: one from the older object would conflict.
+		return reconcile.Requeue{After: 100 * time.Millisecond}
+	}
+	rs := cached.DeepCopy()
+	satisfied := c.expectations.Satisfied(key, now)
+	all, err := c.pods.ListNamespace(ns, nil)
+	if err != nil {
+		return err
+	}
+	owned, adopt, release, err := Claim(rs, all)
+	if err != nil {
+		return err // the apiserver validates selectors: not reached with what it stores
+	}
+	adopted, err := c.adopt(ctx, rs, adopt)
+	owned = append(owned, adopted...)
+	if err != nil {
+		return err
+	}
+	if err := c.release(ctx, rs, release); err != nil {
+		return err
+	}
+
+	var manageErr error
+	failedCreate := false
+	if satisfied && rs.DeletionTimestamp == nil {
+		d := Decide(rs, owned, c.related(rs, all))
+		switch {
+		case d.Create > 0:
+			manageErr, failedCreate = c.create(ctx, key, rs, d.Create), true
+		case len(d.Delete) > 0:
+			manageErr = c.delete(ctx, key, rs, d.Delete)
+		}
+	}
+
+	st, next := Status(rs, owned, manageErr, failedCreate, now)
+	if StatusChanged(rs, st) {
+		rs.Status = st
+		out, err := c.cfg.API.UpdateStatus(ctx, rs)
+		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			return errors.Join(manageErr, fmt.Errorf("update status of replicaset %s: %w", key, err))
+		}
+		if err == nil {
+			c.written.Wrote(key, out.ResourceVersion, now)
+		}
+	}
+	if manageErr != nil {
+		return manageErr
+	}
+	if next > 0 {
+		// A ready pod becomes available then: its count in the status must follow.
+		return reconcile.Requeue{After: next}
+	}
+	return nil
+}
+
+// related are the active pods controlled by rs or by its siblings (ReplicaSets with the same
+// controller, the other revisions of a Deployment): spreading across nodes counts them all.
+func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1.Pod {
+	uids := map[types.UID]bool{rs.UID: true}
+	if owner := ControllerOf(rs); owner != nil {
+		siblings, _ := c.rss.ListNamespace(rs.Namespace, nil)
+		for _, s := range siblings {
+			if o := ControllerOf(s); o != nil && o.UID == owner.UID {
+				uids[s.UID] = true
+			}
+		}
+	}
+	var out []*corev1.Pod
+	for _, p := range all {
+		if ref := ControllerOf(p); ref != nil && uids[ref.UID] && Active(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// adopt takes the orphans, after checking with the apiserver that rs is what the cache says
+// and not being deleted (a ReplicaSet deleted and made again under its name must not get the
+// old one's pods). It returns the pods adopted.
+func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans []*corev1.Pod) ([]*corev1.Pod, error) {
+	if len(orphans) == 0 {
+		return nil, nil
+	}
+	fresh, err := c.cfg.API.GetReplicaSet(ctx, rs.Namespace, rs.Name)
+	if err != nil {
+		return nil, fmt.Errorf("recheck replicaset %s/%s before adopting: %w", rs.Namespace, rs.Name, err)
+	}
+	if fresh.UID != rs.UID || fresh.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	var adopted []*corev1.Pod
+	for _, p := range orphans {
+		refs := append(slices.Clone(p.OwnerReferences), OwnerRef(rs.ObjectMeta, Kind))
+		if err := c.cfg.API.SetPodOwners(ctx, p, refs); err != nil {
+			if errors.Is(err, apierror.ErrNotFound) {
+				continue
+			}
+			return adopted, fmt.Errorf("adopt pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		c.log.Debug("adopted pod", "key", keyOf(rs.Namespace, rs.Name), "pod", p.Name)
+		adopted = append(adopted, p)
+	}
+	return adopted, nil
+}
+
+// release drops rs's reference from pods that no longer match its selector.
+func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		refs := slices.DeleteFunc(slices.Clone(p.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == rs.UID })
+		if err := c.cfg.API.SetPodOwners(ctx, p, refs); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			return fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		c.log.Debug("released pod", "key", keyOf(rs.Namespace, rs.Name), "pod", p.Name)
+	}
+	return nil
+}
+
+// create makes n pods in slow-start batches, expecting each before it is made so that the
+// cache's view of it cannot be missed; creations that fail or are never attempted are
+// observed at once, so the next sync tries them again.
+func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
+	c.expectations.ExpectCreations(key, n, c.cfg.Clock.Now())
+	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, func(ctx context.Context) error {
+		pod, err := c.cfg.API.CreatePod(ctx, PodFromTemplate(rs))
+		if err != nil {
+			c.expectations.CreationObserved(key)
+			return err
+		}
+		c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod: %s", pod.Name)
+		return nil
+	})
+	for range n - attempted {
+		c.expectations.CreationObserved(key)
+	}
+	if err != nil {
+		c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
+		return fmt.Errorf("create pods of replicaset %s (%d of %d made): %w", key, ok, n, err)
+	}
+	c.log.Debug("created pods", "key", key, "count", ok)
+	return nil
+}
+
+// delete removes the chosen pods at once.
+func (c *Controller) delete(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+	podKeys := make([]string, len(pods))
+	for i, p := range pods {
+		podKeys[i] = keyOf(p.Namespace, p.Name)
+	}
+	c.expectations.ExpectDeletions(key, podKeys, c.cfg.Clock.Now())
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.cfg.API.DeletePod(ctx, p.Namespace, p.Name, p.UID)
+			if err == nil {
+				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
+				return
+			}
+			c.expectations.DeletionObserved(key, podKeys[i])
+			if errors.Is(err, apierror.ErrNotFound) || errors.Is(err, apierror.ErrConflict) {
+				return // gone already, or another pod of that name
+			}
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("delete pod %s: %w", podKeys[i], err))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
+		return err
+	}
+	return nil
+}
