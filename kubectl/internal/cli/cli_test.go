@@ -241,6 +241,46 @@ func TestDeleteWaits(t *testing.T) {
 	}
 }
 
+// --cascade becomes the propagationPolicy of the DELETE, background when not given.
+func TestDeleteCascade(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Background"},
+		{[]string{"--cascade"}, "Background"},
+		{[]string{"--cascade=orphan"}, "Orphan"},
+		{[]string{"--cascade=false"}, "Orphan"},
+		{[]string{"--cascade=foreground"}, "Foreground"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var got string
+			f := &fakeAPI{routes: map[string]http.HandlerFunc{
+				"DELETE /apis/apps/v1/namespaces/default/replicasets/web": func(w http.ResponseWriter, r *http.Request) {
+					var opts metav1.DeleteOptions
+					if err := json.NewDecoder(r.Body).Decode(&opts); err != nil || opts.PropagationPolicy == nil {
+						t.Errorf("DeleteOptions body: %v %+v", err, opts)
+					} else {
+						got = string(*opts.PropagationPolicy)
+					}
+					jsonReply(`{"kind":"Status","apiVersion":"v1","status":"Success"}`)(w, r)
+				},
+			}}
+			args := append([]string{"delete", "rs", "web", "--wait=false"}, tc.args...)
+			if out, errOut, code := run(t, f, "", args...); code != 0 {
+				t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+			}
+			if got != tc.want {
+				t.Errorf("propagationPolicy %q, want %q", got, tc.want)
+			}
+		})
+	}
+	_, errOut, code := run(t, &fakeAPI{routes: map[string]http.HandlerFunc{}}, "", "delete", "rs", "web", "--cascade=sometimes")
+	if code == 0 || !strings.Contains(errOut, "invalid cascade value") {
+		t.Errorf("--cascade=sometimes: exit %d stderr %q", code, errOut)
+	}
+}
+
 func TestParseTargets(t *testing.T) {
 	tests := []struct {
 		args    []string
@@ -330,5 +370,26 @@ func TestWriteErrorsAndStrictValidation(t *testing.T) {
 				t.Fatalf("query %q lacks fieldValidation=Strict", query)
 			}
 		})
+	}
+}
+
+// logs job/NAME reads the logs of a pod the Job's selector picks.
+func TestLogsOfAJob(t *testing.T) {
+	f := &fakeAPI{routes: map[string]http.HandlerFunc{
+		"GET /apis/batch/v1/namespaces/default/jobs/pi": jsonReply(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"pi","namespace":"default"},
+			"spec":{"selector":{"matchLabels":{"batch.kubernetes.io/controller-uid":"u1"}},"template":{"spec":{"containers":[{"name":"pi","image":"busybox"}]}}}}`),
+		"GET /api/v1/namespaces/default/pods": func(w http.ResponseWriter, r *http.Request) {
+			if got := r.URL.Query().Get("labelSelector"); got != "batch.kubernetes.io/controller-uid=u1" {
+				t.Errorf("labelSelector %q", got)
+			}
+			jsonReply(`{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"pi-x7k2p","namespace":"default"},"spec":{"nodeName":"n1"},"status":{"phase":"Succeeded"}}]}`)(w, r)
+		},
+		"GET /api/v1/namespaces/default/pods/pi-x7k2p/log": func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "3.14159\n")
+		},
+	}}
+	out, errOut, code := run(t, f, "", "logs", "job/pi")
+	if code != 0 || out != "3.14159\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
 }

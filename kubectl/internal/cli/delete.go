@@ -25,6 +25,21 @@ type deleteFlags struct {
 	wait         bool
 	timeout      time.Duration
 	ignoreAbsent bool
+	cascade      string
+}
+
+// propagation reads --cascade as kubectl does: background (the default, also "true"),
+// foreground, or orphan ("false").
+func propagation(cascade string) (metav1.DeletionPropagation, error) {
+	switch cascade {
+	case "background", "true":
+		return metav1.DeletePropagationBackground, nil
+	case "foreground":
+		return metav1.DeletePropagationForeground, nil
+	case "orphan", "false":
+		return metav1.DeletePropagationOrphan, nil
+	}
+	return "", fmt.Errorf(`invalid cascade value (%s). Must be "background", "foreground", or "orphan"`, cascade)
 }
 
 func newDelete(o *options) *cobra.Command {
@@ -34,6 +49,9 @@ func newDelete(o *options) *cobra.Command {
 		Short: "Delete resources by file names, stdin, resources and names, or by resources and label selector",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if _, err := propagation(d.cascade); err != nil {
+				return err
+			}
 			if d.timeout > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, d.timeout)
@@ -95,12 +113,18 @@ func newDelete(o *options) *cobra.Command {
 	f.BoolVar(&d.wait, "wait", true, "If true, wait for resources to be gone before returning.")
 	f.DurationVar(&d.timeout, "timeout", 0, "The length of time to wait before giving up on a delete, zero means no limit.")
 	f.BoolVar(&d.ignoreAbsent, "ignore-not-found", false, "Treat \"resource not found\" as a successful delete.")
+	f.StringVar(&d.cascade, "cascade", "background", `Must be "background", "orphan", or "foreground". Selects the deletion cascading strategy for the dependents (e.g. Pods created by a ReplicationController). Defaults to background.`)
+	f.Lookup("cascade").NoOptDefVal = "background"
 	return cmd
 }
 
 func (o *options) deleteOne(ctx context.Context, cl *client.Client, res *scheme.Resource, ns, name string, d deleteFlags) error {
 	dyn := client.Dynamic(cl, res)
-	opts := metav1.DeleteOptions{}
+	policy, err := propagation(d.cascade)
+	if err != nil {
+		return err
+	}
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy}
 	if d.gracePeriod >= 0 {
 		gp := int64(d.gracePeriod)
 		opts.GracePeriodSeconds = &gp

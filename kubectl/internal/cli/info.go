@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -97,22 +99,15 @@ func newLogs(o *options) *cobra.Command {
 	var opts corev1.PodLogOptions
 	var tail int64
 	cmd := &cobra.Command{
-		Use:   "logs POD [-c CONTAINER]",
+		Use:   "logs (POD | TYPE/NAME) [-c CONTAINER]",
 		Short: "Print the logs for a container in a pod",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return errors.New("expected POD (or pod/POD) as the only argument")
+				return errors.New("expected POD or TYPE/NAME (job/pi, deployment/web) as the only argument")
 			}
-			name := args[0]
-			if typ, n, ok := strings.Cut(name, "/"); ok {
-				res, err := lookup(typ)
-				if err != nil {
-					return err
-				}
-				if res.Plural != "pods" {
-					return fmt.Errorf("cannot get the logs from %s: only pods are supported", typ)
-				}
-				name = n
+			ref, err := parsePodRef(args[0])
+			if err != nil {
+				return err
 			}
 			if tail >= 0 {
 				opts.TailLines = &tail
@@ -120,6 +115,19 @@ func newLogs(o *options) *cobra.Command {
 			cl, err := o.client()
 			if err != nil {
 				return err
+			}
+			// A Job, ReplicaSet, Deployment or Service stands for one of the pods it selects,
+			// as kubectl picks it.
+			name := ref.name
+			if ref.res.Plural != "pods" {
+				if !slices.Contains([]string{"jobs", "replicasets", "deployments", "services"}, ref.res.Plural) {
+					return fmt.Errorf("cannot get the logs from %s: selector not supported", ref.res.Plural)
+				}
+				pod, err := attachablePod(cmd.Context(), cl, o.ns(), ref, 20*time.Second)
+				if err != nil {
+					return err
+				}
+				name = pod.Name
 			}
 			rc, err := cl.Logs(cmd.Context(), o.ns(), name, opts)
 			if err != nil {
