@@ -37,6 +37,8 @@ func main() {
 	controllers := fs.String("controllers", "*", "controllers to run, comma-separated: '*' is all, 'name' enables one, '-name' disables one (known: "+strings.Join(app.ControllerNames(), ", ")+")")
 	fs.IntVar(&cfg.EndpointWorkers, "concurrent-endpoint-syncs", 5, "Services the Endpoints and EndpointSlice controllers each reconcile at once")
 	fs.DurationVar(&cfg.EndpointResync, "endpoint-resync-period", time.Minute, "how often the Endpoints and EndpointSlice controllers revisit every Service")
+	fs.IntVar(&cfg.ReplicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSets the ReplicaSet controller reconciles at once")
+	fs.IntVar(&cfg.DeploymentWorkers, "concurrent-deployment-syncs", 5, "Deployments the Deployment controller reconciles at once")
 	fs.IntVar(&cfg.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one EndpointSlice (1-1000)")
 	fs.StringVar(&cfg.IngressClass, "ingress-class", "nginx", "ingressClassName the Ingress controller serves (Ingresses naming no class are served too)")
 	fs.StringVar(&cfg.IngressNamespace, "ingress-nginx-namespace", "minik8s-ingress", "namespace of the nginx pods and of their Service ingress-nginx")

@@ -53,6 +53,11 @@ type Config struct {
 	EndpointResync       time.Duration
 	MaxEndpointsPerSlice int
 
+	// ReplicaSetWorkers and DeploymentWorkers are how many ReplicaSets and Deployments are
+	// reconciled at once (Kubernetes' --concurrent-replicaset-syncs, --concurrent-deployment-syncs).
+	ReplicaSetWorkers int
+	DeploymentWorkers int
+
 	// The Ingress controller: the class it serves, and the nginx it runs.
 	IngressClass         string
 	IngressNamespace     string
@@ -81,6 +86,12 @@ func (c *Config) Validate() error {
 	}
 	if c.EndpointResync <= 0 {
 		c.EndpointResync = time.Minute
+	}
+	if c.ReplicaSetWorkers <= 0 {
+		c.ReplicaSetWorkers = 5
+	}
+	if c.DeploymentWorkers <= 0 {
+		c.DeploymentWorkers = 5
 	}
 	if c.MaxEndpointsPerSlice <= 0 || c.MaxEndpointsPerSlice > 1000 {
 		c.MaxEndpointsPerSlice = 100

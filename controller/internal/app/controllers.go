@@ -10,6 +10,7 @@ import (
 	"minik8s.io/controller/internal/garbagecollector"
 	"minik8s.io/controller/internal/ingress"
 	"minik8s.io/controller/internal/nodelifecycle"
+	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/run"
 )
@@ -26,6 +27,7 @@ var controllers = []struct {
 	{"garbagecollector", newGarbageCollector},
 	{"ingress", newIngress},
 	{"nodelifecycle", newNodeLifecycle},
+	{"replicaset", newReplicaSets},
 }
 
 // ControllerNames are the names --controllers knows.
@@ -132,5 +134,16 @@ func newGarbageCollector(c *Context) run.Runnable {
 		Informers: infs,
 		API:       garbagecollector.ClientAPI(c.Client),
 		Logger:    c.Logger,
+	})
+}
+
+func newReplicaSets(c *Context) run.Runnable {
+	return replicaset.New(replicaset.Config{
+		ReplicaSets: c.Informers.For(informer.ReplicaSets, nil),
+		Pods:        c.Informers.Pods(),
+		API:         replicaset.ClientAPI(c.Client),
+		Recorder:    c.Recorder,
+		Workers:     c.Config.ReplicaSetWorkers,
+		Logger:      c.Logger,
 	})
 }
