@@ -421,4 +421,3 @@ func parseIndexes(s string) []int {
 	}
 	return out
 }
-

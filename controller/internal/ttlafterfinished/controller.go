@@ -48,7 +48,9 @@ type API interface {
 }
 
 // ClientAPI is API through the apiserver.
-func ClientAPI(c *client.Client) API { return clientAPI{client.MustFor[*batchv1.Job, *batchv1.JobList](c)} }
+func ClientAPI(c *client.Client) API {
+	return clientAPI{client.MustFor[*batchv1.Job, *batchv1.JobList](c)}
+}
 
 type clientAPI struct {
 	jobs *client.Typed[*batchv1.Job, *batchv1.JobList]
