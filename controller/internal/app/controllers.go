@@ -9,8 +9,10 @@ import (
 	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/garbagecollector"
 	"minik8s.io/controller/internal/ingress"
+	"minik8s.io/controller/internal/job"
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/controller/internal/replicaset"
+	"minik8s.io/controller/internal/ttlafterfinished"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/run"
 )
@@ -26,8 +28,10 @@ var controllers = []struct {
 	{"endpointslice", newEndpointSlices},
 	{"garbagecollector", newGarbageCollector},
 	{"ingress", newIngress},
+	{"job", newJobs},
 	{"nodelifecycle", newNodeLifecycle},
 	{"replicaset", newReplicaSets},
+	{"ttl-after-finished", newTTLAfterFinished},
 }
 
 // ControllerNames are the names --controllers knows.
@@ -145,5 +149,23 @@ func newReplicaSets(c *Context) run.Runnable {
 		Recorder:    c.Recorder,
 		Workers:     c.Config.ReplicaSetWorkers,
 		Logger:      c.Logger,
+	})
+}
+
+func newJobs(c *Context) run.Runnable {
+	return job.New(job.Config{
+		Jobs:     c.Informers.For(informer.Jobs, nil),
+		Pods:     c.Informers.For(informer.Pods, informer.Indexers{job.PodJobIndex: job.PodJobIndexFunc}),
+		API:      job.ClientAPI(c.Client),
+		Recorder: c.Recorder,
+		Logger:   c.Logger,
+	})
+}
+
+func newTTLAfterFinished(c *Context) run.Runnable {
+	return ttlafterfinished.New(ttlafterfinished.Config{
+		Jobs:   c.Informers.For(informer.Jobs, nil),
+		API:    ttlafterfinished.ClientAPI(c.Client),
+		Logger: c.Logger,
 	})
 }
