@@ -69,7 +69,25 @@ type FactoryConfig struct {
 	FirstListWait time.Duration
 	Clock         clock.Clock
 	Logger        *slog.Logger
+	// Metrics, when set, is told about every list and bus message.
+	Metrics Metrics
 }
+
+// Metrics observes the informers of a Factory.
+type Metrics interface {
+	// Listed: the informer of resource stored a list of objects, or failed to list with err.
+	Listed(resource string, objects int, err error)
+	// BusEvent: a bus message of resource was BusApplied, BusStale (older than the cache or
+	// changing nothing) or BusDropped (undecodable), per informer it was fed to.
+	BusEvent(resource, result string)
+}
+
+// Results of BusEvent.
+const (
+	BusApplied = "applied"
+	BusStale   = "stale"
+	BusDropped = "dropped"
+)
 
 // Factory makes and runs informers shared by the parts of a component, one per resource (and
 // one more per resource for its metadata only), fed by the component's bus queue through Handle
@@ -162,10 +180,14 @@ func (f *Factory) get(m map[string]*factoryEntry, resource string, metadataOnly 
 	if metadataOnly {
 		name += " (metadata)"
 	}
+	var onList func(int, error)
+	if f.cfg.Metrics != nil {
+		onList = func(n int, err error) { f.cfg.Metrics.Listed(name, n, err) }
+	}
 	inf := New(Config{
 		Name: name, ListerWatcher: lw, Indexers: indexers,
 		NoWatch: true, RelistPeriod: f.cfg.RelistPeriod, FirstListWait: f.cfg.FirstListWait, Clock: f.cfg.Clock,
-		Logger: f.cfg.Logger.With("informer", name),
+		Logger: f.cfg.Logger.With("informer", name), OnList: onList,
 	})
 	m[resource] = &factoryEntry{inf: inf, res: res}
 	return inf
@@ -263,18 +285,30 @@ func (f *Factory) Handle(_ context.Context, d bus.Delivery) error {
 	f.mu.Unlock()
 	if typed != nil {
 		// One pass straight into the typed object (see ApplyEvent).
-		if _, err := typed.inf.ApplyEvent(d.Body, typed.res.New()); err != nil {
-			f.cfg.Logger.Warn("dropping bus event", "key", d.RoutingKey, "err", err)
-		}
+		changed, err := typed.inf.ApplyEvent(d.Body, typed.res.New())
+		f.observe(resource, d.RoutingKey, changed, err)
 	}
 	if meta != nil {
 		// The outbox publishes whole objects with their apiVersion and kind: the metadata
 		// view keeps both and leaves spec and status out.
-		if _, err := meta.inf.ApplyEvent(d.Body, &metav1.PartialObjectMetadata{}); err != nil {
-			f.cfg.Logger.Warn("dropping bus event", "key", d.RoutingKey, "view", "metadata", "err", err)
-		}
+		changed, err := meta.inf.ApplyEvent(d.Body, &metav1.PartialObjectMetadata{})
+		f.observe(resource+" (metadata)", d.RoutingKey, changed, err)
 	}
 	return nil
+}
+
+func (f *Factory) observe(name, key string, changed bool, err error) {
+	result := BusApplied
+	switch {
+	case err != nil:
+		f.cfg.Logger.Warn("dropping bus event", "informer", name, "key", key, "err", err)
+		result = BusDropped
+	case !changed:
+		result = BusStale
+	}
+	if f.cfg.Metrics != nil {
+		f.cfg.Metrics.BusEvent(name, result)
+	}
 }
 
 func podNode(obj runtime.Object) ([]string, error) {

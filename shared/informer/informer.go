@@ -107,6 +107,8 @@ type Config struct {
 	MaxBackoff    time.Duration
 	Clock         clock.Clock
 	Logger        *slog.Logger
+	// OnList, when set, is told about every list: how many objects it stored, or why it failed.
+	OnList func(objects int, err error)
 }
 
 // Informer keeps a Store in step with the API and calls handlers on changes. Build it with New,
@@ -294,6 +296,9 @@ func (i *Informer) list(ctx context.Context) (string, error) {
 	opts.ResourceVersion, opts.Watch = "", false
 	list, err := i.cfg.ListerWatcher.List(ctx, opts)
 	if err != nil {
+		if i.cfg.OnList != nil && ctx.Err() == nil {
+			i.cfg.OnList(0, err)
+		}
 		return "", fmt.Errorf("list %s: %w", i.cfg.Name, err)
 	}
 	lm, err := meta.ListAccessor(list)
@@ -317,6 +322,9 @@ func (i *Informer) list(ctx context.Context) (string, error) {
 	}
 	if !i.synced.Load() {
 		i.queueLocked(notification{synced: true})
+	}
+	if i.cfg.OnList != nil {
+		i.cfg.OnList(len(items), nil)
 	}
 	i.log.Debug("listed", "items", len(items), "resourceVersion", rv)
 	return rv, nil

@@ -27,6 +27,24 @@ type Config[T comparable] struct {
 	MaxDelay    time.Duration
 	QPS         float64
 	Burst       int
+	// Metrics, when set, observes the queue: what it reports per queue is what Kubernetes'
+	// workqueue metrics report (depth, adds, time queued, time processed, retries).
+	Metrics Metrics
+}
+
+// Metrics observes one queue. The queue calls it under its lock: it must be quick and must
+// not call the queue.
+type Metrics interface {
+	// Added: an item was added that was not queued already.
+	Added()
+	// Depth: n items are ready for Get.
+	Depth(n int)
+	// Queued: an item waited d from its Add to its Get.
+	Queued(d time.Duration)
+	// Worked: an item was processed for d, from its Get to its Done.
+	Worked(d time.Duration)
+	// Retried: an item was added through AddRateLimited (a failure).
+	Retried()
 }
 
 // Queue is a deduplicating, delaying, rate-limited FIFO of keys. An item is in at most one of
@@ -36,6 +54,7 @@ type Config[T comparable] struct {
 type Queue[T comparable] struct {
 	clock   clock.Clock
 	limiter RateLimiter[T]
+	metrics Metrics
 
 	mu sync.Mutex
 	// ready wakes Get; drained wakes ShutDownWithDrain. Separate conds so a Signal meant for
@@ -55,6 +74,10 @@ type Queue[T comparable] struct {
 	wake        chan struct{}
 	stop        chan struct{}
 	stopOnce    sync.Once
+
+	// With metrics: when each dirty item was added, and when each processing one was handed out.
+	addedAt   map[T]time.Time
+	startedAt map[T]time.Time
 }
 
 // New returns an empty queue. It starts no goroutine: the delaying loop starts on the first
@@ -82,11 +105,15 @@ func New[T comparable](cfg Config[T]) *Queue[T] {
 	q := &Queue[T]{
 		clock:      cfg.Clock,
 		limiter:    cfg.RateLimiter,
+		metrics:    cfg.Metrics,
 		dirty:      map[T]struct{}{},
 		processing: map[T]struct{}{},
 		waitIndex:  map[T]*waitEntry[T]{},
 		wake:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
+	}
+	if q.metrics != nil {
+		q.addedAt, q.startedAt = map[T]time.Time{}, map[T]time.Time{}
 	}
 	q.ready = sync.NewCond(&q.mu)
 	q.drained = sync.NewCond(&q.mu)
@@ -109,10 +136,22 @@ func (q *Queue[T]) addLocked(item T) {
 		return
 	}
 	q.dirty[item] = struct{}{}
+	if q.metrics != nil {
+		q.metrics.Added()
+		q.addedAt[item] = q.clock.Now()
+	}
 	if _, ok := q.processing[item]; ok {
 		return
 	}
+	q.push(item)
+}
+
+// push makes item ready for Get.
+func (q *Queue[T]) push(item T) {
 	q.queue = append(q.queue, item)
+	if q.metrics != nil {
+		q.metrics.Depth(len(q.queue))
+	}
 	q.ready.Signal()
 }
 
@@ -142,6 +181,13 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.queue = q.queue[1:]
 	q.processing[item] = struct{}{}
 	delete(q.dirty, item)
+	if q.metrics != nil {
+		now := q.clock.Now()
+		q.metrics.Depth(len(q.queue))
+		q.metrics.Queued(now.Sub(q.addedAt[item]))
+		delete(q.addedAt, item)
+		q.startedAt[item] = now
+	}
 	return item, false
 }
 
@@ -150,9 +196,14 @@ func (q *Queue[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.processing, item)
+	if q.metrics != nil {
+		if at, ok := q.startedAt[item]; ok {
+			q.metrics.Worked(q.clock.Now().Sub(at))
+			delete(q.startedAt, item)
+		}
+	}
 	if _, ok := q.dirty[item]; ok {
-		q.queue = append(q.queue, item)
-		q.ready.Signal()
+		q.push(item)
 		return
 	}
 	if len(q.processing) == 0 {
@@ -246,6 +297,13 @@ func (q *Queue[T]) Contains(item T) bool {
 // AddRateLimited adds item after the delay the rate limiter gives it; each call without a
 // Forget in between counts as one more failure.
 func (q *Queue[T]) AddRateLimited(item T) {
+	if q.metrics != nil {
+		q.mu.Lock()
+		if !q.shuttingDown {
+			q.metrics.Retried()
+		}
+		q.mu.Unlock()
+	}
 	q.AddAfter(item, q.limiter.When(item))
 }
 
