@@ -54,6 +54,7 @@ func main() {
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops")
 	fs.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the controller-manager may take to stop")
+	fs.StringVar(&cfg.MetricsAddress, "metrics-address", "127.0.0.1:10252", "host:port of /metrics (Prometheus) and /healthz, served without authentication; empty: off")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	for _, c := range strings.Split(*controllers, ",") {

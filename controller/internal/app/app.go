@@ -13,11 +13,13 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
+	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/leaderelection"
+	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
@@ -71,6 +73,9 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	ShutdownTimeout time.Duration
+
+	// MetricsAddress is where /metrics and /healthz are served (host:port); empty: nowhere.
+	MetricsAddress string
 }
 
 // Validate checks the configuration and fills defaults.
@@ -117,6 +122,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
 		}
 	}
+	if err := metrics.ValidateAddress("--metrics-address", c.MetricsAddress); err != nil {
+		return err
+	}
 	if c.Identity == "" {
 		host, _ := os.Hostname()
 		b := make([]byte, 4)
@@ -151,11 +159,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	cl = cl.WithLogger(log)
+	reg := metrics.NewRegistry()
+	// Every loop and queue a controller makes from here on reports to reg.
+	reconcile.SetMetrics(reg)
 	recorder := record.New(record.Config{Component: "controller-manager", Host: cfg.Identity, Sink: record.NewAPISink(cl), Logger: log})
 	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{RelistPeriod: cfg.RelistPeriod,
 		// The bus consumer's OnConnect relists every cache once its queue is bound; the
 		// first lists wait for it rather than list twice.
-		FirstListWait: 5 * time.Second, Logger: log.With("part", "informers")})
+		FirstListWait: 5 * time.Second, Logger: log.With("part", "informers"), Metrics: reg.Informers()})
 	cctx := &Context{Config: cfg, ClientConfig: ccfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
 	// Controllers are built before the informers start: they ask for the caches they read.
 	controllersGroup := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
@@ -180,6 +191,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
 	g.Add("recorder", recorder)
 	g.Add("informers", factory)
+	if cfg.MetricsAddress != "" {
+		// A standby serves its metrics too: its caches and bus are worth watching.
+		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
+	}
 	// Only the leader consumes: every controller-manager shares one durable queue, and the
 	// broker splits a queue's messages among its consumers, so a standby consuming too would
 	// take half of the leader's changes. A standby's caches follow the periodic relist; the
@@ -191,7 +206,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			// need not track acknowledgements.
 			NoAck: true,
 			// Anything changed from now on is in the queue: relist to catch up on the rest.
-			OnConnect: func(context.Context) error { factory.RelistAll(); return nil },
+			OnConnect: func(context.Context) error { factory.RelistAll(); reg.BusConnected(); return nil },
 		})
 	}))
 	runControllers := controllersGroup.Run

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,12 +77,13 @@ func TestEndpointsAndSlices(t *testing.T) {
 	eslices := client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](admin)
 	const ns = "default"
 
+	metricsAddr := freeAddress(t)
 	stop := runControllerManager(t, Config{
 		Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
 		AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: "cm-endpoints",
 		Controllers:            []string{"endpoint", "endpointslice"},
 		NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
-		ShutdownTimeout: 20 * time.Second,
+		ShutdownTimeout: 20 * time.Second, MetricsAddress: metricsAddr,
 	}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	t.Cleanup(func() {
 		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
@@ -212,6 +218,90 @@ func TestEndpointsAndSlices(t *testing.T) {
 	if l, err := eslices.List(t.Context(), ns, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=manual"}); err != nil || len(l.Items) != 0 {
 		t.Errorf("EndpointSlices of the Service without selector: %d (%v), want none", len(l.Items), err)
 	}
+
+	t.Run("metrics", func(t *testing.T) {
+		// What the work above must have left in /metrics: both controllers reconciled
+		// Services through their queues, their informers listed and took bus messages.
+		atLeastOne := []string{
+			`minik8s_controller_sync_duration_seconds_count{controller="endpoint",result="success"}`,
+			`minik8s_controller_sync_duration_seconds_count{controller="endpointslice",result="success"}`,
+			`minik8s_workqueue_adds_total{name="endpoint"}`,
+			`minik8s_workqueue_adds_total{name="endpointslice"}`,
+			`minik8s_workqueue_work_duration_seconds_count{name="endpointslice"}`,
+			`minik8s_informer_lists_total{resource="pods",result="success"}`,
+			`minik8s_informer_lists_total{resource="services",result="success"}`,
+			`minik8s_informer_bus_events_total{resource="pods",result="applied"}`,
+			`minik8s_informer_bus_events_total{resource="services",result="applied"}`,
+			`minik8s_bus_connects_total`,
+		}
+		var got map[string]float64
+		waitUntil(t, "the controllers' metrics", func(ctx context.Context) (bool, error) {
+			var err error
+			if got, err = scrape(ctx, "http://"+metricsAddr+"/metrics"); err != nil {
+				return false, err
+			}
+			for _, series := range atLeastOne {
+				if got[series] < 1 {
+					return false, fmt.Errorf("%s = %g, want at least 1", series, got[series])
+				}
+			}
+			return true, nil
+		})
+		if _, ok := got[`minik8s_workqueue_depth{name="endpoint"}`]; !ok {
+			t.Error("no queue depth of the endpoint controller")
+		}
+		if n := got[`minik8s_controller_sync_errors_total{controller="endpoint"}`]; n != got[`minik8s_controller_sync_duration_seconds_count{controller="endpoint",result="error"}`] {
+			t.Errorf("endpoint errors %g, but %g failed syncs", n, got[`minik8s_controller_sync_duration_seconds_count{controller="endpoint",result="error"}`])
+		}
+	})
+}
+
+// freeAddress returns a 127.0.0.1 address whose port was free a moment ago.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrape reads a Prometheus text page into its series, named as the page prints them
+// (name{label="value",...}), and their values.
+func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			return nil, fmt.Errorf("metrics line %q has no value", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
 }
 
 func setReady(p *corev1.Pod, ready bool) {

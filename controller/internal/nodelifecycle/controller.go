@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
 )
@@ -76,7 +78,9 @@ type Controller struct {
 	leases informer.Lister[*coordinationv1.Lease]
 	pods   informer.Lister[*corev1.Pod]
 	queue  *workqueue.Queue[string]
-	log    *slog.Logger
+	// metrics records each node's sync, as a reconcile.Loop does.
+	metrics *metrics.Controller
+	log     *slog.Logger
 	// since is when Start began: no node is judged on heartbeats from before it.
 	since time.Time
 	// handlers are registered on the first Start only.
@@ -104,12 +108,13 @@ func New(cfg Config) *Controller {
 		cfg.Workers = DefaultWorkers
 	}
 	return &Controller{
-		cfg:    cfg,
-		nodes:  informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
-		leases: informer.NewLister[*coordinationv1.Lease](cfg.Leases.Store()),
-		pods:   informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
-		queue:  workqueue.New(workqueue.Config[string]{Clock: cfg.Clock}),
-		log:    cfg.Logger.With("controller", "nodelifecycle"),
+		cfg:     cfg,
+		nodes:   informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
+		leases:  informer.NewLister[*coordinationv1.Lease](cfg.Leases.Store()),
+		pods:    informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		queue:   reconcile.NewQueue("nodelifecycle", cfg.Clock),
+		metrics: reconcile.SyncMetrics("nodelifecycle"),
+		log:     cfg.Logger.With("controller", "nodelifecycle"),
 	}
 }
 
@@ -214,14 +219,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
+	start := c.cfg.Clock.Now()
 	after, err := c.sync(ctx, name)
+	took := c.cfg.Clock.Since(start)
 	switch {
 	case err != nil:
+		c.metrics.Observe(took, metrics.ResultError)
 		if ctx.Err() == nil {
 			c.log.Warn("sync failed, requeueing", "node", name, "err", err)
 		}
 		c.queue.AddRateLimited(name)
 	default:
+		c.metrics.Observe(took, metrics.ResultSuccess)
 		c.queue.Forget(name)
 		if after > 0 {
 			c.queue.AddAfter(name, after)

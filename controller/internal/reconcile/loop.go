@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
 )
@@ -33,16 +34,18 @@ type Loop struct {
 	Synced []func() bool
 	Logger *slog.Logger
 
-	Queue *workqueue.Queue[string]
-	clock clock.Clock
+	Queue   *workqueue.Queue[string]
+	clock   clock.Clock
+	metrics *metrics.Controller
 }
 
-// New returns a loop with its queue; fill in the rest before Run.
+// New returns a loop with its queue, both reporting to the registry of SetMetrics; fill in the
+// rest before Run.
 func New(name string, clk clock.Clock) *Loop {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Loop{Name: name, Workers: 2, Resync: time.Minute, Queue: workqueue.New(workqueue.Config[string]{Clock: clk}), clock: clk}
+	return &Loop{Name: name, Workers: 2, Resync: time.Minute, Queue: NewQueue(name, clk), clock: clk, metrics: SyncMetrics(name)}
 }
 
 // Add queues key.
@@ -92,14 +95,19 @@ func (l *Loop) next(ctx context.Context, log *slog.Logger) bool {
 		return false
 	}
 	defer l.Queue.Done(key)
+	start := l.clock.Now()
 	err := l.Sync(ctx, key)
+	took := l.clock.Since(start)
 	var rq Requeue
 	switch {
 	case err == nil:
+		l.metrics.Observe(took, metrics.ResultSuccess)
 		l.Queue.Forget(key)
 	case errors.As(err, &rq):
+		l.metrics.Observe(took, metrics.ResultRequeue)
 		l.Queue.AddAfter(key, rq.After)
 	default:
+		l.metrics.Observe(took, metrics.ResultError)
 		if ctx.Err() == nil {
 			log.Warn("sync failed, requeueing", "key", key, "err", err)
 		}
