@@ -1,5 +1,5 @@
 // Command controller-manager runs minik8s' cluster-wide controllers (node lifecycle,
-// Endpoints, EndpointSlices, Ingress) against the apiserver, one active replica at a time when leader election is on.
+// Endpoints, EndpointSlices, Ingress, PersistentVolumes) against the apiserver, one active replica at a time when leader election is on.
 package main
 
 import (
@@ -26,6 +26,14 @@ func defaultKubeconfig() string {
 	return filepath.Join(h, "kubeconfigs", "controller-manager.kubeconfig")
 }
 
+func defaultPVRoot() string {
+	h, err := kubeconfig.Home()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(h, "volumes")
+}
+
 func main() {
 	var cfg app.Config
 	var logOpts logging.Options
@@ -45,6 +53,8 @@ func main() {
 	fs.StringVar(&cfg.IngressNginxImage, "ingress-nginx-image", "minik8s/nginx:1.0", "image of the nginx pods (built by make images)")
 	fs.IntVar(&cfg.IngressNginxReplicas, "ingress-nginx-replicas", 1, "how many nginx pods serve the Ingresses")
 	fs.IntVar(&cfg.IngressNodePort, "ingress-nginx-node-port", 0, "node port of the ingress-nginx Service (0: allocated)")
+	fs.StringVar(&cfg.PVRoot, "pv-root", defaultPVRoot(), "directory the volumes of the minik8s.io/hostpath-shared provisioner are made in, the same path on every node (an NFS mount on several machines)")
+	fs.StringVar(&cfg.DefaultStorageClass, "default-storage-class", "standard", "StorageClass (ours, marked default) made at start when no class is marked default; empty makes none")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how old a node's Lease may get before the node is marked Ready=Unknown and tainted unreachable")
 	fs.DurationVar(&cfg.PodEvictionTimeout, "pod-eviction-timeout", 300*time.Second, "how long pods without their own toleration stay on an unreachable node before they are deleted")
 	fs.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node is checked")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -67,6 +68,11 @@ type Config struct {
 	IngressNginxReplicas int
 	IngressNodePort      int
 
+	// The PersistentVolume binder: the directory its provisioned volumes live under (the same
+	// path on every node) and the default StorageClass it makes when there is none.
+	PVRoot              string
+	DefaultStorageClass string
+
 	LeaderElect bool
 	// Identity tells the candidates apart; default hostname_<random>.
 	Identity                                  string
@@ -103,6 +109,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IngressNodePort != 0 && (c.IngressNodePort < 30000 || c.IngressNodePort > 32767) {
 		return fmt.Errorf("--ingress-nginx-node-port must be 0 (allocated) or in 30000-32767, got %d", c.IngressNodePort)
+	}
+	if c.PVRoot != "" && !filepath.IsAbs(c.PVRoot) {
+		return fmt.Errorf("--pv-root must be an absolute path, got %q", c.PVRoot)
 	}
 	if c.Queue == "" {
 		c.Queue = bus.QueueControllerManager

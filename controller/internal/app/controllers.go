@@ -13,6 +13,7 @@ import (
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/controller/internal/ttlafterfinished"
+	"minik8s.io/controller/internal/volume"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/run"
 )
@@ -30,6 +31,7 @@ var controllers = []struct {
 	{"ingress", newIngress},
 	{"job", newJobs},
 	{"nodelifecycle", newNodeLifecycle},
+	{"persistentvolume-binder", newVolumeBinder},
 	{"replicaset", newReplicaSets},
 	{"ttl-after-finished", newTTLAfterFinished},
 }
@@ -138,6 +140,20 @@ func newGarbageCollector(c *Context) run.Runnable {
 		Informers: infs,
 		API:       garbagecollector.ClientAPI(c.Client),
 		Logger:    c.Logger,
+	})
+}
+
+func newVolumeBinder(c *Context) run.Runnable {
+	return volume.New(volume.Config{
+		Volumes:      c.Informers.For(informer.PersistentVolumes, nil),
+		Claims:       c.Informers.For(informer.PersistentVolumeClaims, nil),
+		Classes:      c.Informers.For(informer.StorageClasses, nil),
+		API:          volume.ClientAPI(c.Client),
+		Recorder:     c.Recorder,
+		Provisioner:  volume.DefaultProvisioner,
+		Root:         c.Config.PVRoot,
+		DefaultClass: c.Config.DefaultStorageClass,
+		Logger:       c.Logger,
 	})
 }
 
