@@ -131,6 +131,7 @@ cluster_update() {
 cluster_apply() {
   APISERVER_BIND=0.0.0.0
   ADVERTISE_ADDRESS=$CLUSTER_HOST_IP
+  METRICS_HOST=$CLUSTER_HOST_IP
   AMQP_URL=amqp://$AMQP_USER:$AMQP_PASSWORD@$RABBITMQ_HOST:$RABBITMQ_PORT/$AMQP_VHOST
   local h=$RABBITMQ_HOST
   # A broker on this host's loopback is reached from the nodes at the bridge address.

@@ -122,11 +122,20 @@ has_flag() {
 # A function name with '-' is fine in bash (not in POSIX sh); up.sh calls "${name}_args".
 controller-manager_args() {
   printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/controller-manager.kubeconfig" --amqp-url "$AMQP_URL"
+  if has_flag controller-manager metrics-address; then
+    printf '%s\n' --metrics-address "${CONTROLLER_MANAGER_METRICS_ADDRESS-$METRICS_HOST:10252}"
+  fi
   extra_args "$CONTROLLER_MANAGER_EXTRA_ARGS"
 }
 
 # The kubelet is ready when its Node reports Ready.
 kubelet_ready() { node_ready "$NODE_NAME"; }
+
+# Where the scheduler and the controller-manager serve /metrics and /healthz: port 10251 and
+# 10252 of METRICS_HOST (make cluster's control plane uses its bridge address, so it does not
+# take make up's ports), unless SCHEDULER_METRICS_ADDRESS or CONTROLLER_MANAGER_METRICS_ADDRESS
+# name a host:port (empty: off).
+METRICS_HOST=${METRICS_HOST:-127.0.0.1}
 
 # The scheduler's strategy: balanced|roundrobin|random|leastpods|leastcpu|leastmemory.
 SCHEDULER_STRATEGY=${SCHEDULER_STRATEGY:-balanced}
@@ -134,6 +143,9 @@ SCHEDULER_STRATEGY=${SCHEDULER_STRATEGY:-balanced}
 scheduler_args() {
   printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/scheduler.kubeconfig" --amqp-url "$AMQP_URL" \
     --strategy "$SCHEDULER_STRATEGY"
+  if has_flag scheduler metrics-address; then
+    printf '%s\n' --metrics-address "${SCHEDULER_METRICS_ADDRESS-$METRICS_HOST:10251}"
+  fi
   extra_args "$SCHEDULER_EXTRA_ARGS"
 }
 

@@ -2,17 +2,14 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -25,6 +22,7 @@ import (
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/run"
 )
 
@@ -139,29 +137,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g.Add("sync", l)
 	g.Add("dns", dnsServer)
 	if cfg.MetricsAddress != "" {
-		g.Add("metrics", run.Func(func(ctx context.Context) error { return serveMetrics(ctx, cfg.MetricsAddress, reg, log) }))
+		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
 	}
 	return g.Run(ctx)
-}
-
-// serveMetrics serves /metrics and /healthz on addr until ctx ends.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("serving metrics", "address", addr)
-	select {
-	case err := <-errc:
-		return fmt.Errorf("metrics server: %w", err)
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	}
 }

@@ -44,6 +44,7 @@ func main() {
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", time.Minute, "how often pods and nodes are relisted (the bus is a hint)")
 	fs.IntVar(&cfg.Procs, "procs", app.DefaultProcs, "OS threads that may run the scheduler's Go code at once (GOMAXPROCS); one spares the cross-thread wakeups of its goroutines' handoffs; 0: one per CPU. A GOMAXPROCS environment variable wins")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the scheduler may take to stop")
+	fs.StringVar(&cfg.MetricsAddress, "metrics-address", "127.0.0.1:10251", "host:port of /metrics (Prometheus) and /healthz, served without authentication; empty: off")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if err := logOpts.Validate(); err != nil {

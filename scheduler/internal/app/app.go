@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/leaderelection"
+	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
@@ -49,6 +51,8 @@ type Config struct {
 	PercentageOfNodesToScore int
 	// DebugAddress, when set, serves Go's profiles (/debug/pprof/) there.
 	DebugAddress string
+	// MetricsAddress, when set, serves /metrics and /healthz there.
+	MetricsAddress string
 	// BindWorkers is how many bindings may be in flight at once; zero is the default.
 	BindWorkers int
 	// EventsQPS and EventsBurst throttle the Events the scheduler writes (0 QPS: unthrottled).
@@ -112,6 +116,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--debug-address %q: %w", c.DebugAddress, err)
 		}
 	}
+	if err := metrics.ValidateAddress("--metrics-address", c.MetricsAddress); err != nil {
+		return err
+	}
 	if c.Procs < 0 || c.Procs > maxProcs {
 		return fmt.Errorf("--procs %d must be between 0 (one per CPU) and %d", c.Procs, maxProcs)
 	}
@@ -173,8 +180,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The bus brings changes; the informers only list, on every (re)connect and every
 	// RelistPeriod, so a lost message is repaired. The first list waits for the bus's queue
 	// to be bound, so that it is also the connect's relist.
+	reg := metrics.NewRegistry()
+	attempts := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minik8s_scheduler_schedule_attempts_total",
+		Help: "Scheduling attempts that decided, by result: scheduled (bound), unschedulable (fits nowhere), error (the binding failed)."},
+		[]string{"result"})
+	for _, r := range []string{scheduler.AttemptScheduled, scheduler.AttemptUnschedulable, scheduler.AttemptError} {
+		attempts.WithLabelValues(r)
+	}
+	reg.MustRegister(attempts)
 	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{
-		RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log})
+		RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log, Metrics: reg.Informers()})
 	// Pods without the factory's node index: the scheduler's cache keeps its own per node.
 	podInf, nodeInf := factory.For(informer.Pods, nil), factory.Nodes()
 
@@ -199,11 +214,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		gate = &leaderGate{elector: elector}
 		lead = gate
 	}
-	q := queue.New(nil, 0, 0)
+	// The queue's time worked is a pod's decision and binding.
+	q := queue.New(nil, 0, 0, reg.Queue(scheduler.Name))
 	s := scheduler.New(scheduler.Config{
 		API: apiWriter{cl: cl, pods: pods}, Pods: informer.NewLister[*corev1.Pod](podInf.Store()),
 		Cache: cache.New(nil, 0), Queue: q, Strategy: strategy, Recorder: recorder, Leader: lead, Logger: log,
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore, BindWorkers: cfg.BindWorkers,
+		Attempted: func(result string) { attempts.WithLabelValues(result).Inc() },
 	})
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())
@@ -221,6 +238,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: factory.Handle, NoAck: true,
 		OnConnect: func(context.Context) error {
 			factory.RelistAll()
+			reg.BusConnected()
 			return nil
 		}}
 	g.Add("bus", run.Func(func(ctx context.Context) error {
@@ -237,6 +255,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				return catchUp(ctx, pods, nodes, podInf, nodeInf)
 			})
 		}))
+	}
+	if cfg.MetricsAddress != "" {
+		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
 	}
 	if cfg.DebugAddress != "" {
 		g.Add("debug", run.Func(func(ctx context.Context) error { return serveDebug(ctx, cfg.DebugAddress, log) }))

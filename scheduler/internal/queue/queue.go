@@ -24,8 +24,8 @@ type Queue struct {
 	waiting map[string]struct{}
 }
 
-// New returns an empty queue; zero durations take the defaults.
-func New(clk clock.Clock, initial, maxBackoff time.Duration) *Queue {
+// New returns an empty queue reporting to m (nil: nowhere); zero durations take the defaults.
+func New(clk clock.Clock, initial, maxBackoff time.Duration, m workqueue.Metrics) *Queue {
 	if initial <= 0 {
 		initial = DefaultInitialBackoff
 	}
@@ -34,7 +34,7 @@ func New(clk clock.Clock, initial, maxBackoff time.Duration) *Queue {
 	}
 	limiter := workqueue.NewItemExponential[string](initial, maxBackoff)
 	return &Queue{
-		q:       workqueue.New(workqueue.Config[string]{Clock: clk, RateLimiter: limiter}),
+		q:       workqueue.New(workqueue.Config[string]{Clock: clk, RateLimiter: limiter, Metrics: m}),
 		limiter: limiter,
 		waiting: map[string]struct{}{},
 	}

@@ -31,7 +31,7 @@ func get(t *testing.T, q *Queue, want string) {
 
 func TestBackoffAndMove(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
-	q := New(clk, time.Second, time.Minute)
+	q := New(clk, time.Second, time.Minute, nil)
 	defer q.ShutDown()
 
 	q.Add("ns/p")

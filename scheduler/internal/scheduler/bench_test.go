@@ -47,7 +47,7 @@ func BenchmarkScheduleOne(b *testing.B) {
 func benchSchedule(b *testing.B, nodes int, strategyName string) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	c := cache.New(clk, time.Hour)
-	q := queue.New(clk, 0, 0)
+	q := queue.New(clk, 0, 0, nil)
 	b.Cleanup(q.ShutDown)
 	strategy, err := framework.NewStrategy(strategyName, nil)
 	if err != nil {

@@ -83,7 +83,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func startPool(t *testing.T, api *gatedAPI, workers, n int) *Scheduler {
 	t.Helper()
 	clk := clock.NewFake(time.Unix(1000, 0))
-	q := queue.New(clk, 0, 0)
+	q := queue.New(clk, 0, 0, nil)
 	pods := podMap{}
 	s := New(Config{API: api, Pods: pods, Cache: cache.New(clk, 0), Queue: q, Strategy: framework.LeastPods{},
 		Recorder: record.NewFake(1000), Clock: clk, BindWorkers: workers})

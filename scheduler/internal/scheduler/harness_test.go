@@ -45,7 +45,7 @@ func newHarness(t *testing.T, strategy framework.Strategy) *harness {
 	h := &harness{t: t, pods: map[string]*corev1.Pod{}, bindings: map[string]string{}, observe: true,
 		events: record.NewFake(100), leader: fixedLeader{&yes}}
 	clk := clock.NewFake(time.Unix(1000, 0))
-	q := queue.New(clk, 0, 0)
+	q := queue.New(clk, 0, 0, nil)
 	t.Cleanup(q.ShutDown)
 	h.s = New(Config{API: h, Pods: h, Cache: cache.New(clk, 0), Queue: q, Strategy: strategy,
 		Recorder: h.events, Leader: h.leader, Clock: clk})

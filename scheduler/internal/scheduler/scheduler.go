@@ -71,6 +71,22 @@ type Config struct {
 	// PercentageOfNodesToScore bounds the search for feasible nodes (see
 	// framework.NumFeasibleNodesToFind): 0 is adaptive, 100 looks at every node.
 	PercentageOfNodesToScore int
+	// Attempted, when set, is told how each attempt that decided ended: AttemptScheduled (bound),
+	// AttemptUnschedulable (fits nowhere) or AttemptError (the binding failed).
+	Attempted func(result string)
+}
+
+// Results of an attempt, for Config.Attempted (kube-scheduler's schedule_attempts_total).
+const (
+	AttemptScheduled     = "scheduled"
+	AttemptUnschedulable = "unschedulable"
+	AttemptError         = "error"
+)
+
+func (s *Scheduler) attempted(result string) {
+	if s.cfg.Attempted != nil {
+		s.cfg.Attempted(result)
+	}
 }
 
 // SweepMinAge is how old a pending pod must be before Sweep may call it lost.
@@ -219,6 +235,7 @@ func (s *Scheduler) process(ctx context.Context, key string) (bindJob, bool) {
 		s.log.Debug("unschedulable", "pod", key, "reason", err.Error())
 		s.unschedulable(ctx, pod, err.Error())
 		s.cfg.Queue.Unschedulable(key)
+		s.attempted(AttemptUnschedulable)
 		return bindJob{}, false
 	}
 	node := s.cfg.Strategy.Select(pod, feasible).Name()
@@ -263,6 +280,7 @@ func (s *Scheduler) bind(ctx context.Context, j bindJob) {
 	case err == nil:
 		s.log.Debug("bound", "pod", key, "node", node)
 		s.cfg.Queue.Forget(key)
+		s.attempted(AttemptScheduled)
 		s.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	case errors.Is(err, apierror.ErrConflict), errors.Is(err, apierror.ErrNotFound):
 		// Bound by another scheduler already, or gone: the informer will tell us which.
@@ -273,6 +291,7 @@ func (s *Scheduler) bind(ctx context.Context, j bindJob) {
 		s.log.Warn("binding failed", "pod", key, "node", node, "err", err)
 		s.cfg.Cache.Forget(pod.Namespace, pod.Name)
 		s.cfg.Queue.Retry(key)
+		s.attempted(AttemptError)
 	}
 }
 
