@@ -172,3 +172,26 @@ func TestGracefulPodSurvivesUpdates(t *testing.T) {
 		t.Fatalf("pod still there after the delete with grace 0: %v", err)
 	}
 }
+
+// A terminating namespace deletes its content in the background: a Job in it, whose own
+// default is to orphan, does not wait for a garbage collector.
+func TestNamespaceDeletesJobsInTheBackground(t *testing.T) {
+	r := newTestRegistry(t)
+	ctx := t.Context()
+	nsRes, jobs := resource(t, "namespaces"), resource(t, "jobs")
+	mustCreate(t, r, nsRes, "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "batch"}})
+	mustCreate(t, r, jobs, "batch", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}})
+	if _, err := r.Delete(ctx, Key{Resource: nsRes, Name: "batch"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r.ns.pass(ctx)
+	}
+	if _, err := r.Get(ctx, Key{Resource: jobs, Namespace: "batch", Name: "pi"}); !errors.Is(err, apierror.ErrNotFound) {
+		t.Fatalf("job in a deleted namespace: %v", err)
+	}
+	if _, err := r.Get(ctx, Key{Resource: nsRes, Name: "batch"}); !errors.Is(err, apierror.ErrNotFound) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+}

@@ -203,6 +203,8 @@ func (n *namespaces) pass(ctx context.Context) {
 	}
 }
 
+var background = metav1.DeletePropagationBackground
+
 // finalize deletes everything in a terminating namespace; once it is empty, the namespace goes.
 func (n *namespaces) finalize(ctx context.Context, ns *corev1.Namespace) error {
 	remaining := 0
@@ -220,7 +222,9 @@ func (n *namespaces) finalize(ctx context.Context, ns *corev1.Namespace) error {
 			if m.GetDeletionTimestamp() != nil {
 				continue
 			}
-			_, err := n.r.Delete(ctx, Key{Resource: res, Namespace: ns.Name, Name: m.GetName()}, nil)
+			// In the background, as Kubernetes' namespace controller: a Job's default would
+			// orphan (a finalizer only the garbage collector removes).
+			_, err := n.r.Delete(ctx, Key{Resource: res, Namespace: ns.Name, Name: m.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background})
 			if err != nil && !errors.Is(err, apierror.ErrNotFound) {
 				return err
 			}
