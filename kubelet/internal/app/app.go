@@ -155,10 +155,21 @@ func (a apiPods) Finalize(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
-// apiLookup reads the ConfigMaps and Secrets pods refer to (env and volumes).
+// apiLookup reads the ConfigMaps, Secrets and claims pods refer to (env and volumes), and the
+// volumes claims are bound to.
 type apiLookup struct {
 	cms     *client.Typed[*corev1.ConfigMap, *corev1.ConfigMapList]
 	secrets *client.Typed[*corev1.Secret, *corev1.SecretList]
+	pvcs    *client.Typed[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
+	pvs     *client.Typed[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
+}
+
+func (l apiLookup) PersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	return l.pvcs.Get(ctx, namespace, name, metav1.GetOptions{})
+}
+
+func (l apiLookup) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return l.pvs.Get(ctx, "", name, metav1.GetOptions{})
 }
 
 func (l apiLookup) ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
@@ -274,7 +285,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	manager := pods.New(pods.Config{
 		NodeName: node, HostIP: hostIP, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage,
 		Lookup: apiLookup{cms: client.MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](cl),
-			secrets: client.MustFor[*corev1.Secret, *corev1.SecretList](cl)},
+			secrets: client.MustFor[*corev1.Secret, *corev1.SecretList](cl),
+			pvcs:    client.MustFor[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList](cl),
+			pvs:     client.MustFor[*corev1.PersistentVolume, *corev1.PersistentVolumeList](cl)},
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
 		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: recorder,
 		Logger: log.With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,

@@ -20,11 +20,14 @@ const resolvConfMount = "/etc/resolv.conf"
 // DefaultSandboxImage is the pause image `make images` builds.
 const DefaultSandboxImage = "minik8s/pause:1.0"
 
-// Lookup resolves the ConfigMaps and Secrets a pod refers to. It is optional: without it,
-// references to them fail the container with CreateContainerConfigError.
+// Lookup resolves the ConfigMaps, Secrets and claims a pod refers to, and the volumes claims
+// are bound to. It is optional: without it, references to them fail the container with
+// CreateContainerConfigError, and claims cannot be mounted.
 type Lookup interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	PersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 }
 
 // Builder turns pods into container configurations.
@@ -89,7 +92,7 @@ func (b Builder) Container(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
-	mounts, err := mountsFor(c, volumes)
+	mounts, err := mountsFor(c, volumes, readOnlyVolumes(pod))
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}

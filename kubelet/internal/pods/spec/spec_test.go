@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/kubelet/internal/runtime"
 )
@@ -223,6 +224,52 @@ func TestVolumes(t *testing.T) {
 	}
 }
 
+func TestClaimVolumes(t *testing.T) {
+	root := t.TempDir()
+	claimRoot = root
+	if err := os.Mkdir(filepath.Join(root, "pv-bound"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name string, ro bool) corev1.Volume {
+		return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name, ReadOnly: ro}}}
+	}
+	b := Builder{RootDir: root, Lookup: lookup{}}
+	for _, tc := range []struct {
+		claim, err string
+	}{
+		{"pending", `volume data: persistentvolumeclaim "pending" is not bound (phase Pending)`},
+		{"missing", `volume data: persistentvolumeclaim "missing": not found`},
+		{"stolen", `volume data: persistentvolumeclaim "stolen": volume "pv-stolen" is not bound to it`},
+	} {
+		p := pod()
+		p.Spec.Volumes = []corev1.Volume{claim(tc.claim, false)}
+		if _, err := b.Volumes(t.Context(), p); err == nil || err.Error() != tc.err {
+			t.Errorf("claim %s: err %v, want %q", tc.claim, err, tc.err)
+		}
+	}
+	for _, ro := range []bool{false, true} {
+		p := pod()
+		p.Spec.Volumes = []corev1.Volume{claim("bound", ro)}
+		c := &p.Spec.Containers[0]
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		vols, err := b.Volumes(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vols["data"] != filepath.Join(root, "pv-bound") {
+			t.Fatalf("claim path %q", vols["data"])
+		}
+		cfg, err := b.Container(t.Context(), p, c, "sandbox", 0, Env{}, vols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []runtime.Mount{{HostPath: filepath.Join(root, "pv-bound"), ContainerPath: "/data", ReadOnly: ro}}
+		if d := cmp.Diff(want, cfg.Mounts); d != "" {
+			t.Errorf("readOnly %t: mounts (-want +got):\n%s", ro, d)
+		}
+	}
+}
+
 type lookup struct{}
 
 func (lookup) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
@@ -230,6 +277,29 @@ func (lookup) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, e
 		return nil, errors.New("not found")
 	}
 	return &corev1.ConfigMap{Data: map[string]string{"k": "v"}}, nil
+}
+
+// Claims: "bound" is bound to the volume "pv-bound" (a hostPath under the test's directory
+// in claimRoot), "pending" is not bound, "stolen" names a volume bound to another claim.
+var claimRoot string
+
+func (lookup) PersistentVolumeClaim(_ context.Context, _, name string) (*corev1.PersistentVolumeClaim, error) {
+	switch name {
+	case "bound", "stolen":
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-" + name}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}, nil
+	case "pending":
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}, nil
+	}
+	return nil, errors.New("not found")
+}
+
+func (lookup) PersistentVolume(_ context.Context, name string) (*corev1.PersistentVolume, error) {
+	dir := corev1.HostPathDirectory
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+		ClaimRef:               &corev1.ObjectReference{UID: "uid-bound"},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(claimRoot, name), Type: &dir}}}}
+	return pv, nil
 }
 
 func (lookup) Secret(_ context.Context, _, name string) (*corev1.Secret, error) {

@@ -15,7 +15,8 @@ import (
 // Volumes prepares the pod's volumes on the host and returns the host path of each by volume
 // name. emptyDir lives under the pod directory so that it is shared by the pod's containers
 // and removed with the pod; hostPath is used in place; configMap and secret volumes are
-// written out as files when a Lookup is configured.
+// written out as files when a Lookup is configured; a persistentVolumeClaim is the directory
+// of the volume it is bound to.
 func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
 	out := make(map[string]string, len(pod.Spec.Volumes))
 	base := filepath.Join(b.PodDir(string(pod.UID)), "volumes")
@@ -69,11 +70,71 @@ func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod) (map[string]strin
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			out[v.Name] = dir
+		case v.PersistentVolumeClaim != nil:
+			path, err := b.claimPath(ctx, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			out[v.Name] = path
 		default:
 			return nil, fmt.Errorf("volume %s: unsupported volume type", v.Name)
 		}
 	}
 	return out, nil
+}
+
+// claimPath follows a claim to the volume it is bound to and returns the host directory to
+// bind-mount: a hostPath (what our provisioner makes, on storage every node mounts at the
+// same path) or a local volume. A claim that is not bound yet is an error the pod's worker
+// retries, so the pod starts once it is.
+func (b Builder) claimPath(ctx context.Context, namespace, name string) (string, error) {
+	if b.Lookup == nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: no API to read it", name)
+	}
+	pvc, err := b.Lookup.PersistentVolumeClaim(ctx, namespace, name)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: %w", name, err)
+	}
+	if pvc.DeletionTimestamp != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q is being deleted", name)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("persistentvolumeclaim %q is not bound (phase %s)", name, pvc.Status.Phase)
+	}
+	pv, err := b.Lookup.PersistentVolume(ctx, pvc.Spec.VolumeName)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: volume %q: %w", name, pvc.Spec.VolumeName, err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != pvc.UID {
+		return "", fmt.Errorf("persistentvolumeclaim %q: volume %q is not bound to it", name, pv.Name)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		if err := hostPath(pv.Spec.HostPath); err != nil {
+			return "", fmt.Errorf("persistentvolumeclaim %q: volume %q: %w", name, pv.Name, err)
+		}
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		if fi, err := os.Stat(pv.Spec.Local.Path); err != nil {
+			return "", fmt.Errorf("persistentvolumeclaim %q: volume %q: %w", name, pv.Name, err)
+		} else if !fi.IsDir() {
+			return "", fmt.Errorf("persistentvolumeclaim %q: volume %q: local path %s is not a directory", name, pv.Name, pv.Spec.Local.Path)
+		}
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("persistentvolumeclaim %q: volume %q: unsupported volume source (hostPath and local are)", name, pv.Name)
+}
+
+// readOnlyVolumes are the pod's volumes every mount of which is read-only: claims mounted
+// with readOnly.
+func readOnlyVolumes(pod *corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if c := v.PersistentVolumeClaim; c != nil && c.ReadOnly {
+			out[v.Name] = true
+		}
+	}
+	return out
 }
 
 func hostPath(h *corev1.HostPathVolumeSource) error {
@@ -135,7 +196,7 @@ func writeFiles(dir string, files map[string][]byte, items []corev1.KeyToPath) e
 	return nil
 }
 
-func mountsFor(c *corev1.Container, volumes map[string]string) ([]runtime.Mount, error) {
+func mountsFor(c *corev1.Container, volumes map[string]string, readOnly map[string]bool) ([]runtime.Mount, error) {
 	var out []runtime.Mount
 	for _, m := range c.VolumeMounts {
 		host, ok := volumes[m.Name]
@@ -148,7 +209,7 @@ func mountsFor(c *corev1.Container, volumes map[string]string) ([]runtime.Mount,
 				return nil, fmt.Errorf("volumeMount %s: %w", m.Name, err)
 			}
 		}
-		out = append(out, runtime.Mount{HostPath: host, ContainerPath: m.MountPath, ReadOnly: m.ReadOnly})
+		out = append(out, runtime.Mount{HostPath: host, ContainerPath: m.MountPath, ReadOnly: m.ReadOnly || readOnly[m.Name]})
 	}
 	return out, nil
 }
