@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"minik8s.io/controller/internal/deployment"
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/garbagecollector"
@@ -25,6 +26,7 @@ var controllers = []struct {
 	name string
 	new  func(ctx *Context) run.Runnable
 }{
+	{"deployment", newDeployments},
 	{"endpoint", newEndpoints},
 	{"endpointslice", newEndpointSlices},
 	{"garbagecollector", newGarbageCollector},
@@ -183,5 +185,17 @@ func newTTLAfterFinished(c *Context) run.Runnable {
 		Jobs:   c.Informers.For(informer.Jobs, nil),
 		API:    ttlafterfinished.ClientAPI(c.Client),
 		Logger: c.Logger,
+	})
+}
+
+func newDeployments(c *Context) run.Runnable {
+	return deployment.New(deployment.Config{
+		Deployments: c.Informers.For(informer.Deployments, nil),
+		ReplicaSets: c.Informers.For(informer.ReplicaSets, nil),
+		Pods:        c.Informers.Pods(),
+		API:         deployment.ClientAPI(c.Client),
+		Recorder:    c.Recorder,
+		Workers:     c.Config.DeploymentWorkers,
+		Logger:      c.Logger,
 	})
 }
