@@ -51,6 +51,11 @@ func (s *Server) groups() []metav1.APIGroup {
 			PreferredVersion: v,
 		})
 	}
+	if s.metrics != nil {
+		v := metav1.GroupVersionForDiscovery{GroupVersion: metricsGV.String(), Version: metricsGV.Version}
+		out = append(out, metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+			Name: metricsGV.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
 	return out
 }
 
@@ -90,6 +95,9 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 	list := &metav1.APIResourceList{
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(),
+	}
+	if gv == metricsGV && s.metrics != nil {
+		list.APIResources = metricsResources
 	}
 	for _, r := range scheme.Resources {
 		if r.GVK.GroupVersion() != gv {

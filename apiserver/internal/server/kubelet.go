@@ -114,7 +114,12 @@ func (s *Server) kubeletURL(ctx context.Context, node string) (*url.URL, error) 
 	if err != nil {
 		return nil, err
 	}
-	n := obj.(*corev1.Node)
+	return kubeletURLOf(obj.(*corev1.Node))
+}
+
+// kubeletURLOf is the HTTPS endpoint of a node's kubelet: its first InternalIP (else
+// ExternalIP, else host name) and the port it reports.
+func kubeletURLOf(n *corev1.Node) (*url.URL, error) {
 	host := ""
 	for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
 		for _, a := range n.Status.Addresses {
@@ -125,7 +130,7 @@ func (s *Server) kubeletURL(ctx context.Context, node string) (*url.URL, error) 
 	}
 	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
 	if host == "" || port == 0 {
-		return nil, apierror.New(apierror.ErrUnavailable, "node %s does not report a kubelet address", node)
+		return nil, apierror.New(apierror.ErrUnavailable, "node %s does not report a kubelet address", n.Name)
 	}
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port)))}, nil
 }

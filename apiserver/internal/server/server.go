@@ -16,6 +16,7 @@ import (
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/metricsource"
 )
 
 // Identity is who made a request, from the bearer token.
@@ -62,9 +63,12 @@ type Config struct {
 	// network when not set.
 	PodCIDRs    netip.Prefix
 	PodCIDRBits int
-	// Kubelet reaches node agents for pod logs, exec, attach and port-forward; nil disables
-	// them.
+	// Kubelet reaches node agents for pod logs, exec, attach and port-forward, and their
+	// stats for metrics.k8s.io; nil disables them.
 	Kubelet *KubeletClient
+	// MetricsResolution is how often kubelets are scraped while resource metrics are asked
+	// for (metricsource's default when zero).
+	MetricsResolution time.Duration
 }
 
 // Server is the HTTP API. Build it with New; serve Handler().
@@ -74,6 +78,8 @@ type Server struct {
 	reg    *registry.Registry
 	log    *slog.Logger
 	engine *gin.Engine
+	// metrics measures usage for metrics.k8s.io; nil without a kubelet client.
+	metrics *metricsource.Source
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -88,6 +94,11 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, reg: registry.New(registry.Config{
 		Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs, PodCIDRBits: cfg.PodCIDRBits,
 	})}
+	if cfg.Kubelet != nil {
+		s.metrics = metricsource.New(metricsource.Config{HTTP: cfg.Kubelet.HTTP, Token: cfg.Kubelet.Token,
+			Targets: s.kubeletTargets, Resolution: cfg.MetricsResolution, Timeout: DefaultKubeletTimeout,
+			Logger: loggerOr(cfg.Logger).With("part", "metricsource")})
+	}
 	e := gin.New()
 	e.HandleMethodNotAllowed = false
 	e.Use(s.recoverer, s.instrument)
@@ -123,8 +134,21 @@ func New(cfg Config) *Server {
 func (s *Server) Handler() http.Handler { return s.engine }
 
 // Start runs the background work of the registry (system namespaces, namespace
-// finalization, default service accounts, address allocation repair) until ctx ends.
-func (s *Server) Start(ctx context.Context) error { return s.reg.Start(ctx) }
+// finalization, default service accounts, address allocation repair) and the scraping of
+// kubelets for resource metrics until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if s.metrics == nil {
+		return s.reg.Start(ctx)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.metrics.Start(ctx)
+	}()
+	err := s.reg.Start(ctx)
+	<-done
+	return err
+}
 
 func (s *Server) recoverer(c *gin.Context) {
 	defer func() {
@@ -181,6 +205,10 @@ func (s *Server) resourceRequest(c *gin.Context) {
 		gv.Version = "v1"
 	}
 	path := strings.Trim(c.Param("path"), "/")
+	if gv == metricsGV && path != "" {
+		s.resourceMetrics(c, path)
+		return
+	}
 	if path == "" {
 		s.resourceList(c, gv)
 		return
@@ -289,4 +317,12 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 
 func (s *Server) methodNotAllowed(c *gin.Context, method string, t target) {
 	writeError(c, apierror.New(apierror.ErrMethodNotAllowed, "the server does not allow this method on the requested resource (%s %s)", method, t.res.Plural))
+}
+
+// loggerOr is log, or one that discards when there is none.
+func loggerOr(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }
