@@ -39,5 +39,9 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	h := echo.NewHandler(echo.IdentityFromEnv(os.Getenv, hostname, addrs))
-	return server.Run(ctx, logger, addr, h)
+	delay, err := server.ShutdownDelay(os.Getenv)
+	if err != nil {
+		return err
+	}
+	return server.Run(ctx, logger, addr, h, delay)
 }

@@ -43,5 +43,9 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger.Info("root", "dir", dir)
-	return server.Run(ctx, logger, addr, fileserver.NewHandler(root))
+	delay, err := server.ShutdownDelay(os.Getenv)
+	if err != nil {
+		return err
+	}
+	return server.Run(ctx, logger, addr, fileserver.NewHandler(root), delay)
 }

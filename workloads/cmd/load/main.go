@@ -30,5 +30,9 @@ func run(logger *slog.Logger) error {
 	defer stop()
 	g := &load.Generator{}
 	defer g.Stop()
-	return server.Run(ctx, logger, addr, load.NewHandler(g))
+	delay, err := server.ShutdownDelay(os.Getenv)
+	if err != nil {
+		return err
+	}
+	return server.Run(ctx, logger, addr, load.NewHandler(g), delay)
 }

@@ -31,8 +31,26 @@ func Addr(getenv func(string) string) (string, error) {
 	return fmt.Sprintf(":%d", n), nil
 }
 
-// Run serves h on addr until ctx is done, then drains in-flight requests for a bounded time.
-func Run(ctx context.Context, logger *slog.Logger, addr string, h http.Handler) error {
+// ShutdownDelay reads $SHUTDOWN_DELAY (a Go duration such as "3s"; unset is 0): how long a
+// workload keeps serving after it is told to stop. Kubernetes removes a terminating pod from
+// its Services while its containers get SIGTERM; a pod that stops listening at once refuses
+// the connections the nodes still send it until they have seen the change, so workloads
+// behind a Service that rolls without errors set it (what a preStop sleep does elsewhere).
+func ShutdownDelay(getenv func(string) string) (time.Duration, error) {
+	v := getenv("SHUTDOWN_DELAY")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("SHUTDOWN_DELAY %q: want a duration such as 3s", v)
+	}
+	return d, nil
+}
+
+// Run serves h on addr until ctx is done, keeps serving for delay more, then drains in-flight
+// requests for a bounded time.
+func Run(ctx context.Context, logger *slog.Logger, addr string, h http.Handler, delay time.Duration) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
@@ -50,6 +68,14 @@ func Run(ctx context.Context, logger *slog.Logger, addr string, h http.Handler) 
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", addr, err)
 	case <-ctx.Done():
+	}
+	if delay > 0 {
+		logger.Info("stopping after the shutdown delay", "delay", delay)
+		select {
+		case err := <-errc:
+			return fmt.Errorf("serve %s: %w", addr, err)
+		case <-time.After(delay):
+		}
 	}
 	// ctx is already done; draining gets its own deadline.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)

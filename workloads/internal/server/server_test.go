@@ -79,7 +79,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	go func() {
 		done <- Run(ctx, slog.New(slog.DiscardHandler), addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, "up")
-		}))
+		}), 0)
 	}()
 
 	var body string
@@ -121,8 +121,63 @@ func TestRunReportsListenError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = Run(t.Context(), slog.New(slog.DiscardHandler), ln.Addr().String(), http.NotFoundHandler())
+	err = Run(t.Context(), slog.New(slog.DiscardHandler), ln.Addr().String(), http.NotFoundHandler(), 0)
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("Run on a taken port = %v, want a listen error", err)
+	}
+}
+
+func TestShutdownDelayKeepsServing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, slog.New(slog.DiscardHandler), addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "up")
+		}), 2*time.Second)
+	}()
+	get := func() error {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for get() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("server never answered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := get(); err != nil {
+		t.Errorf("refused right after the stop, within its shutdown delay: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its delay")
+	}
+	if get() == nil {
+		t.Error("still serving after Run returned")
+	}
+	for _, tt := range []struct {
+		v       string
+		want    time.Duration
+		wantErr bool
+	}{{"", 0, false}, {"3s", 3 * time.Second, false}, {"x", 0, true}, {"-1s", 0, true}} {
+		got, err := ShutdownDelay(func(string) string { return tt.v })
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ShutdownDelay(%q) = %v, %v", tt.v, got, err)
+		}
 	}
 }
