@@ -35,6 +35,10 @@ func ObjectAt(w io.Writer, obj *unstructured.Unstructured, events []corev1.Event
 		err = typed(obj, &corev1.Service{}, p.service)
 	case "Node":
 		err = typed(obj, &corev1.Node{}, p.node)
+	case "PersistentVolumeClaim":
+		err = typed(obj, &corev1.PersistentVolumeClaim{}, p.claim)
+	case "PersistentVolume":
+		err = typed(obj, &corev1.PersistentVolume{}, p.volume)
 	default:
 		err = p.generic(obj)
 	}

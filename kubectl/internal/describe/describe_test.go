@@ -31,6 +31,24 @@ status: {phase: Running, hostIP: 10.0.0.1, podIP: 10.244.1.2, containerStatuses:
 `, want: []string{"Name:         web\n", "Node:         n1/10.0.0.1\n", "Labels:       app=web\n", "Status:       Running\n",
 			"  app:\n", "    Image:          nginx:1\n", "    Restart Count:  2\n",
 			"Events:\n  Type    Reason     Age   From               Message\n", "  Normal  Scheduled  90s   default-scheduler  Successfully assigned default/web to n1\n"}},
+		{name: "claim", events: []corev1.Event{{Type: "Normal", Reason: "FailedBinding", Message: "no persistent volumes available for this claim and no storage class is set",
+			Source: corev1.EventSource{Component: "controller-manager"}, LastTimestamp: metav1.NewTime(now.Add(-5 * time.Second))}}, obj: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default}
+spec: {storageClassName: "", accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}, volumeMode: Filesystem}
+status: {phase: Pending}
+`, want: []string{"Name:          data\n", "StorageClass:  \n", "Status:        Pending\n", "Capacity:      \n", "VolumeMode:    Filesystem\n",
+			"  Normal  FailedBinding  5s    controller-manager  no persistent volumes available for this claim and no storage class is set\n"}},
+		{name: "volume", obj: `
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pvc-1}
+spec: {storageClassName: standard, capacity: {storage: 1Gi}, accessModes: [ReadWriteMany, ReadWriteOnce], persistentVolumeReclaimPolicy: Delete,
+  claimRef: {namespace: default, name: data}, hostPath: {path: /srv/v/pvc-1, type: Directory}}
+status: {phase: Bound}
+`, want: []string{"Name:            pvc-1\n", "Claim:           default/data\n", "Reclaim Policy:  Delete\n", "Access Modes:    RWO,RWX\n",
+			"Capacity:        1Gi\n", "  Type:          HostPath (bare host directory volume)\n", "  Path:          /srv/v/pvc-1\n", "  HostPathType:  Directory\n"}},
 		{name: "generic with no events", obj: `
 apiVersion: serverless.minik8s.io/v1
 kind: Function
