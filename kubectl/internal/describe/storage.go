@@ -97,4 +97,3 @@ func (p *writer) volume(v *corev1.PersistentVolume) {
 		p.line(1, "Type:\tnot described here (kubectl get pv %s -o yaml shows it)", v.Name)
 	}
 }
-
