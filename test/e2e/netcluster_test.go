@@ -23,7 +23,8 @@ import (
 // TestCluster checks what make cluster builds, through the scripts it runs (scripts/cluster.sh,
 // scripts/node.sh): three nodes Ready with pod CIDRs of their own that this host routes to;
 // node.sh exec inside the node's namespace; the pod network, Services, cluster DNS and Ingress
-// across the nodes (networkingSteps); node.sh stop/start and cut/restore taking a node NotReady
+// across the nodes (networkingSteps); PersistentVolumes provisioned in the cluster's shared
+// directory, written on one node and read on another (volumeSteps); node.sh stop/start and cut/restore taking a node NotReady
 // and back; and cluster.sh down leaving no namespace, link, route, rule, process, mount,
 // cgroup, state or broker vhost and user behind.
 func TestCluster(t *testing.T) {
@@ -110,6 +111,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	c.networkingSteps(t, step, n1, n2, n3)
+	c.volumeSteps(t, step, n1, n2)
 
 	step("stop and cut take a node NotReady; start and restore bring it back", func(t *testing.T) {
 		c.nodeSh(t, "stop", n2.name)
