@@ -31,7 +31,10 @@ func TestTwoNodes(t *testing.T) {
 	// still spans two of the kubelet's 10 s Lease renewals.
 	c.startControlPlane(t,
 		[]string{"--strategy", "roundrobin"},
-		[]string{"--node-monitor-grace-period", "20s", "--pod-eviction-timeout", "5s", "--node-monitor-period", "1s"})
+		// The ReplicaSet controller is off: this test's ReplicaSet only owns pods it makes
+		// itself (the drain steps name them).
+		[]string{"--node-monitor-grace-period", "20s", "--pod-eviction-timeout", "5s", "--node-monitor-period", "1s",
+			"--controllers", "*,-replicaset,-deployment"})
 	nodes := map[string]*netNode{a.name: a, b.name: b}
 	step := func(name string, f func(t *testing.T)) {
 		if !t.Run(name, f) {
@@ -301,8 +304,8 @@ func (c *netCluster) node(t *testing.T, name string) *corev1.Node {
 	return n
 }
 
-// createReplicaSet makes an owner for pods. No controller manages ReplicaSets yet, so it
-// asks for no replicas and its pods are made by the test.
+// createReplicaSet makes an owner for pods the test makes itself: it asks for no replicas, and
+// the tests that use it run without the ReplicaSet controller.
 func (c *netCluster) createReplicaSet(t *testing.T, name string) *appsv1.ReplicaSet {
 	t.Helper()
 	zero := int32(0)
