@@ -47,6 +47,7 @@ func main() {
 	fs.DurationVar(&cfg.EndpointResync, "endpoint-resync-period", time.Minute, "how often the Endpoints and EndpointSlice controllers revisit every Service")
 	fs.IntVar(&cfg.ReplicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSets the ReplicaSet controller reconciles at once")
 	fs.IntVar(&cfg.DeploymentWorkers, "concurrent-deployment-syncs", 5, "Deployments the Deployment controller reconciles at once")
+	fs.DurationVar(&cfg.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "How often each HorizontalPodAutoscaler's metrics are looked at and its target rescaled")
 	fs.IntVar(&cfg.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one EndpointSlice (1-1000)")
 	fs.StringVar(&cfg.IngressClass, "ingress-class", "nginx", "ingressClassName the Ingress controller serves (Ingresses naming no class are served too)")
 	fs.StringVar(&cfg.IngressNamespace, "ingress-nginx-namespace", "minik8s-ingress", "namespace of the nginx pods and of their Service ingress-nginx")

@@ -61,6 +61,10 @@ type Config struct {
 	ReplicaSetWorkers int
 	DeploymentWorkers int
 
+	// HPASyncPeriod is how often each HorizontalPodAutoscaler is evaluated (Kubernetes'
+	// --horizontal-pod-autoscaler-sync-period, 15 s).
+	HPASyncPeriod time.Duration
+
 	// The Ingress controller: the class it serves, and the nginx it runs.
 	IngressClass         string
 	IngressNamespace     string

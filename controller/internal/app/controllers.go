@@ -12,6 +12,7 @@ import (
 	"minik8s.io/controller/internal/ingress"
 	"minik8s.io/controller/internal/job"
 	"minik8s.io/controller/internal/nodelifecycle"
+	"minik8s.io/controller/internal/podautoscaler"
 	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/controller/internal/ttlafterfinished"
 	"minik8s.io/controller/internal/volume"
@@ -30,6 +31,7 @@ var controllers = []struct {
 	{"endpoint", newEndpoints},
 	{"endpointslice", newEndpointSlices},
 	{"garbagecollector", newGarbageCollector},
+	{"horizontalpodautoscaling", newHPAs},
 	{"ingress", newIngress},
 	{"job", newJobs},
 	{"nodelifecycle", newNodeLifecycle},
@@ -197,5 +199,17 @@ func newDeployments(c *Context) run.Runnable {
 		Recorder:    c.Recorder,
 		Workers:     c.Config.DeploymentWorkers,
 		Logger:      c.Logger,
+	})
+}
+
+func newHPAs(c *Context) run.Runnable {
+	return podautoscaler.New(podautoscaler.Config{
+		HPAs:       c.Informers.For(informer.HorizontalPodAutoscalers, nil),
+		Pods:       c.Informers.Pods(),
+		API:        podautoscaler.ClientAPI(c.Client),
+		Metrics:    podautoscaler.ClientMetrics(c.Client),
+		Recorder:   c.Recorder,
+		SyncPeriod: c.Config.HPASyncPeriod,
+		Logger:     c.Logger,
 	})
 }
