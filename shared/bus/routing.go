@@ -136,7 +136,10 @@ func Bindings(queue string) ([]string, bool) {
 		// Everything about pods but their status-only changes: the scheduler accounts for
 		// where pods run and what they request, and a third of all pod changes are kubelets
 		// reporting progress.
-		return []string{"pods.unscheduled.*", "pods.node.*.added", "pods.node.*.modified", "pods.node.*.deleted", "nodes.#"}, true
+		// Claims and volumes: a pod waits for its claims to be bound, and a bound volume
+		// may limit the nodes.
+		return []string{"pods.unscheduled.*", "pods.node.*.added", "pods.node.*.modified", "pods.node.*.deleted", "nodes.#",
+			"persistentvolumeclaims.#", "persistentvolumes.#"}, true
 	case queue == QueueControllerManager:
 		out := make([]string, 0, len(controllerResources))
 		for _, r := range controllerResources {

@@ -192,6 +192,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log, Metrics: reg.Informers()})
 	// Pods without the factory's node index: the scheduler's cache keeps its own per node.
 	podInf, nodeInf := factory.For(informer.Pods, nil), factory.Nodes()
+	claimInf, volumeInf := factory.For("persistentvolumeclaims", nil), factory.For("persistentvolumes", nil)
 
 	host, _ := os.Hostname()
 	if cfg.Identity == "" {
@@ -221,9 +222,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Cache: cache.New(nil, 0), Queue: q, Strategy: strategy, Recorder: recorder, Leader: lead, Logger: log,
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore, BindWorkers: cfg.BindWorkers,
 		Attempted: func(result string) { attempts.WithLabelValues(result).Inc() },
+		Volumes: volumeCache{claims: informer.NewLister[*corev1.PersistentVolumeClaim](claimInf.Store()),
+			volumes: informer.NewLister[*corev1.PersistentVolume](volumeInf.Store())},
 	})
 	podInf.AddEventHandler(s.PodHandler())
 	nodeInf.AddEventHandler(s.NodeHandler())
+	claimInf.AddEventHandler(s.VolumeHandler())
+	volumeInf.AddEventHandler(s.VolumeHandler())
 
 	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "scheduler", Logger: log.With("part", "bus")})
 	defer b.Close()
@@ -421,4 +426,20 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
 	case <-ctx.Done():
 		return srv.Close()
 	}
+}
+
+// volumeCache is the scheduler's view of claims and volumes, from its informers.
+type volumeCache struct {
+	claims  informer.Lister[*corev1.PersistentVolumeClaim]
+	volumes informer.Lister[*corev1.PersistentVolume]
+}
+
+func (v volumeCache) Claim(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
+	c, err := v.claims.Get(namespace, name)
+	return c, err == nil
+}
+
+func (v volumeCache) Volume(name string) (*corev1.PersistentVolume, bool) {
+	pv, err := v.volumes.Get("", name)
+	return pv, err == nil
 }

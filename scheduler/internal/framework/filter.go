@@ -274,6 +274,8 @@ type FitError struct {
 	NumNodes int
 	// Failed maps node name to reasons.
 	Failed map[string][]string
+	// PreFilter, when set, is why the pod was not tried on any node (CheckClaims).
+	PreFilter string
 }
 
 // Error words it as Kubernetes does: "0/3 nodes are available: 2 Insufficient memory, 1
@@ -282,6 +284,9 @@ type FitError struct {
 func (e *FitError) Error() string {
 	if e.NumNodes == 0 {
 		return NoNodesAvailable
+	}
+	if e.PreFilter != "" {
+		return fmt.Sprintf("0/%d nodes are available: %s.", e.NumNodes, e.PreFilter)
 	}
 	counts := map[string]int{}
 	for _, reasons := range e.Failed {

@@ -40,15 +40,19 @@ type fixedLeader struct{ v *bool }
 
 func (l fixedLeader) IsLeader() bool { return *l.v }
 
-func newHarness(t *testing.T, strategy framework.Strategy) *harness {
+func newHarness(t *testing.T, strategy framework.Strategy, configure ...func(*Config)) *harness {
 	yes := true
 	h := &harness{t: t, pods: map[string]*corev1.Pod{}, bindings: map[string]string{}, observe: true,
 		events: record.NewFake(100), leader: fixedLeader{&yes}}
 	clk := clock.NewFake(time.Unix(1000, 0))
 	q := queue.New(clk, 0, 0, nil)
 	t.Cleanup(q.ShutDown)
-	h.s = New(Config{API: h, Pods: h, Cache: cache.New(clk, 0), Queue: q, Strategy: strategy,
-		Recorder: h.events, Leader: h.leader, Clock: clk})
+	cfg := Config{API: h, Pods: h, Cache: cache.New(clk, 0), Queue: q, Strategy: strategy,
+		Recorder: h.events, Leader: h.leader, Clock: clk}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	h.s = New(cfg)
 	return h
 }
 

@@ -60,6 +60,11 @@ type Config struct {
 	Queue    *queue.Queue
 	Strategy framework.Strategy
 	Filters  []framework.Filter // nil means framework.DefaultFilters()
+	// Volumes, when set, are the claims and volumes pods' persistentVolumeClaim volumes are
+	// checked against: a pod waits until its claims are bound (framework.CheckClaims), and
+	// a bound volume's node affinity limits the nodes (framework.VolumeNodeAffinity, added to
+	// Filters).
+	Volumes framework.Volumes
 	Recorder Recorder
 	Leader   Leader
 	Clock    clock.Clock
@@ -113,6 +118,9 @@ type Scheduler struct {
 func New(cfg Config) *Scheduler {
 	if cfg.Filters == nil {
 		cfg.Filters = framework.DefaultFilters()
+	}
+	if cfg.Volumes != nil {
+		cfg.Filters = append(slices.Clip(cfg.Filters), framework.VolumeNodeAffinity(cfg.Volumes))
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -250,6 +258,11 @@ func (s *Scheduler) findFeasible(pod *corev1.Pod) ([]*framework.NodeInfo, error)
 	nodes := s.snap.Nodes()
 	if len(nodes) == 0 {
 		return nil, &framework.FitError{}
+	}
+	if s.cfg.Volumes != nil {
+		if msg := framework.CheckClaims(pod, s.cfg.Volumes); msg != "" {
+			return nil, &framework.FitError{NumNodes: len(nodes), PreFilter: msg}
+		}
 	}
 	start, want := s.nextStart%len(nodes), framework.NumFeasibleNodesToFind(len(nodes), s.cfg.PercentageOfNodesToScore)
 	if sp, ok := s.cfg.Strategy.(framework.Sampler); ok {
@@ -402,6 +415,15 @@ func (s *Scheduler) podChanged(pod *corev1.Pod, enqueue bool) {
 
 // NodeHandler keeps the cache in step with nodes and retries waiting pods when a node changes
 // in a way that may let them fit.
+// VolumeHandler is the handler of the claim and volume informers: a claim bound, or a volume
+// added or changed, may let pods waiting on their claims go on.
+func (s *Scheduler) VolumeHandler() informer.Handler {
+	return informer.HandlerFuncs{
+		AddFunc:    func(runtime.Object) { s.cfg.Queue.MoveAllToActive() },
+		UpdateFunc: func(_, _ runtime.Object) { s.cfg.Queue.MoveAllToActive() },
+	}
+}
+
 func (s *Scheduler) NodeHandler() informer.Handler {
 	return informer.HandlerFuncs{
 		AddFunc: func(obj runtime.Object) {
