@@ -22,7 +22,7 @@ func TestControllersFlag(t *testing.T) {
 	if err := validateControllers([]string{"*", "-endpointslice", "nodelifecycle"}); err != nil {
 		t.Errorf("valid list refused: %v", err)
 	}
-	if err := validateControllers([]string{"replicaset"}); err == nil {
+	if err := validateControllers([]string{"no-such-controller"}); err == nil {
 		t.Error("unknown controller accepted")
 	}
 }
