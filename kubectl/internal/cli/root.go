@@ -93,6 +93,7 @@ func NewRoot(s Streams) *cobra.Command {
 		newLogs(o), newVersion(o), newAPIResources(o),
 		newCordon(o), newUncordon(o), newDrain(o), newLabel(o),
 		newExec(o), newAttach(o), newCp(o), newPortForward(o),
+		newTop(o), newAutoscale(o),
 		newRollout(o), newScale(o), newSet(o),
 	)
 	return root
