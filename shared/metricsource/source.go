@@ -227,8 +227,8 @@ func (s *Source) Nodes(ctx context.Context) []NodeUsage {
 	return out
 }
 
-// Scrape asks every kubelet once and updates the usage; a kubelet that does not answer
-// keeps nothing (its node and pods have no metrics until it does).
+// Scrape asks every kubelet once and updates the usage; what a kubelet that does not answer
+// said last is served for three resolutions, then forgotten.
 func (s *Source) Scrape(ctx context.Context) {
 	targets, err := s.cfg.Targets(ctx)
 	if err != nil {
@@ -264,7 +264,11 @@ func (s *Source) Scrape(ctx context.Context) {
 	for r := range results {
 		seen[r.node] = true
 		if r.sum == nil {
-			delete(s.nodes, r.node)
+			// One missed scrape keeps what the node said last (the next success measures over
+			// the longer window); a kubelet silent for three rounds has no metrics.
+			if n := s.nodes[r.node]; n != nil && r.at.Sub(n.scraped) > 3*s.cfg.Resolution {
+				delete(s.nodes, r.node)
+			}
 			continue
 		}
 		n := s.nodes[r.node]

@@ -18,6 +18,7 @@ type fakeKubelet struct {
 	pods     map[string]map[string]float64 // pod name -> container -> cores
 	restarts map[string]time.Time          // pod/container -> counter reset at
 	hits     atomic.Int64
+	failing  atomic.Bool
 }
 
 func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -26,6 +27,10 @@ func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k.hits.Add(1)
+	if k.failing.Load() {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := time.Now()
@@ -170,4 +175,22 @@ func TestUnreachableKubeletHasNoMetrics(t *testing.T) {
 	if p, n := s.Pods(t.Context()), s.Nodes(t.Context()); len(p) != 0 || len(n) != 0 {
 		t.Errorf("want nothing from an unreachable kubelet, got %v %v", p, n)
 	}
+}
+
+func TestMissedScrapesKeepTheLastUsageForAWhile(t *testing.T) {
+	k := &fakeKubelet{start: time.Now().Add(-time.Hour), pods: map[string]map[string]float64{"web": {"app": 0.2}}, restarts: map[string]time.Time{}}
+	s := startSource(t, k, time.Minute)
+	if len(s.Pods(t.Context())) != 1 {
+		t.Fatal("no metrics")
+	}
+	k.failing.Store(true)
+	n := k.hits.Load()
+	eventually(t, "a failed scrape", func() bool { return k.hits.Load() > n })
+	if p := s.Pods(t.Context()); len(p) != 1 || !near(p[0].Containers[0].MilliCPU, 200) {
+		t.Fatalf("one missed scrape lost the metrics: %+v", p)
+	}
+	// Resolution is 200 ms: after three of them without an answer the node is forgotten.
+	eventually(t, "metrics of a silent kubelet to go", func() bool { return len(s.Pods(t.Context())) == 0 && len(s.Nodes(t.Context())) == 0 })
+	k.failing.Store(false)
+	eventually(t, "metrics back", func() bool { return len(s.Pods(t.Context())) == 1 })
 }
