@@ -49,6 +49,8 @@ type Controller struct {
 	loop         *reconcile.Loop
 	expectations reconcile.Expectations
 	written      reconcile.Written
+	statusMu     sync.Mutex
+	statusAt     map[string]time.Time // the last status write per ReplicaSet
 	log          *slog.Logger
 }
 
@@ -87,11 +89,29 @@ func New(cfg Config) *Controller {
 			if key, err := informer.KeyOf(informer.DeletedObject(obj)); err == nil {
 				c.expectations.Forget(key)
 				c.written.Forget(key)
+				c.statusMu.Lock()
+				delete(c.statusAt, key)
+				c.statusMu.Unlock()
 			}
 		},
 	})
 	cfg.Pods.AddEventHandler(informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted})
 	return c
+}
+
+func (c *Controller) lastStatus(key string) time.Time {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	return c.statusAt[key]
+}
+
+func (c *Controller) statusWritten(key string, now time.Time) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if c.statusAt == nil {
+		c.statusAt = map[string]time.Time{}
+	}
+	c.statusAt[key] = now
 }
 
 // Start reconciles until ctx ends.
@@ -245,7 +265,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	st, next := Status(rs, owned, manageErr, failedCreate, now)
-	if StatusChanged(rs, st) {
+	due, wait := StatusDue(rs, st, c.lastStatus(key), now)
+	if due {
 		rs.Status = st
 		out, err := c.cfg.API.UpdateStatus(ctx, rs)
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
@@ -253,13 +274,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		if err == nil {
 			c.written.Wrote(key, out.ResourceVersion, now)
+			c.statusWritten(key, now)
 		}
 	}
 	if manageErr != nil {
 		return manageErr
 	}
+	if wait > 0 && (next == 0 || wait < next) {
+		next = wait
+	}
 	if next > 0 {
-		// A ready pod becomes available then: its count in the status must follow.
+		// A ready pod becomes available then, or a held-back status is due: its counts must
+		// follow.
 		return reconcile.Requeue{After: next}
 	}
 	return nil

@@ -151,6 +151,34 @@ func StatusChanged(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) bool {
 	return !apiequality.Semantic.DeepEqual(old, st)
 }
 
+// StatusInterval is how often a ReplicaSet's status is rewritten while only its pod counts move
+// on the way to spec.replicas: while hundreds of pods start, each one's readiness would
+// otherwise cost a status write (and a sync of its Deployment, and another write there).
+const StatusInterval = 250 * time.Millisecond
+
+// StatusDue says whether st should be written now, given the stored status and when the last
+// write was, and otherwise how long to wait. A new generation, a change of conditions, and
+// counts that reach spec.replicas (all ready and available: what a rollout waits for) or go
+// down are written at once; counts still rising at most every StatusInterval.
+func StatusDue(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus, lastWrite, now time.Time) (bool, time.Duration) {
+	old := rs.Status
+	want := replicas(rs)
+	switch {
+	case !StatusChanged(rs, st):
+		return false, 0
+	case st.ObservedGeneration != old.ObservedGeneration || !apiequality.Semantic.DeepEqual(old.Conditions, st.Conditions):
+		return true, 0
+	case st.Replicas == want && st.ReadyReplicas == want && st.AvailableReplicas == want:
+		return true, 0
+	case st.Replicas < old.Replicas || st.ReadyReplicas < old.ReadyReplicas || st.AvailableReplicas < old.AvailableReplicas:
+		return true, 0
+	}
+	if wait := lastWrite.Add(StatusInterval).Sub(now); wait > 0 {
+		return false, wait
+	}
+	return true, 0
+}
+
 // PodFromTemplate is a new pod of rs: its template's labels, annotations, finalizers and spec,
 // a name generated from rs's, and a controller reference to rs that blocks rs's deletion in the
 // foreground until the pod is gone.

@@ -290,3 +290,44 @@ func TestPodFromTemplate(t *testing.T) {
 		t.Error("the pod shares its labels map with the template")
 	}
 }
+
+func TestStatusDue(t *testing.T) {
+	now := t0.Add(time.Hour)
+	stored := appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 3}
+	with := func(f func(*appsv1.ReplicaSetStatus)) appsv1.ReplicaSetStatus {
+		st := stored
+		f(&st)
+		return st
+	}
+	recent, old := now.Add(-StatusInterval/2), now.Add(-2*StatusInterval)
+	tests := []struct {
+		name     string
+		st       appsv1.ReplicaSetStatus
+		last     time.Time
+		wantDue  bool
+		wantWait time.Duration
+	}{
+		{"unchanged", stored, old, false, 0},
+		{"counts rising, written recently: wait", with(func(s *appsv1.ReplicaSetStatus) { s.ReadyReplicas = 2 }), recent, false, StatusInterval / 2},
+		{"counts rising, written long ago", with(func(s *appsv1.ReplicaSetStatus) { s.ReadyReplicas = 2 }), old, true, 0},
+		{"all there: at once", with(func(s *appsv1.ReplicaSetStatus) {
+			s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas = 3, 3, 3, 3
+		}), recent, true, 0},
+		{"a pod less: at once", with(func(s *appsv1.ReplicaSetStatus) { s.AvailableReplicas = 0 }), recent, true, 0},
+		{"new generation: at once", with(func(s *appsv1.ReplicaSetStatus) { s.ObservedGeneration = 4 }), recent, true, 0},
+		{"condition: at once", with(func(s *appsv1.ReplicaSetStatus) {
+			s.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue}}
+		}), recent, true, 0},
+		{"never written", with(func(s *appsv1.ReplicaSetStatus) { s.ReadyReplicas = 2 }), time.Time{}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := newRS(3)
+			rs.Status = stored
+			due, wait := StatusDue(rs, tt.st, tt.last, now)
+			if due != tt.wantDue || wait != tt.wantWait {
+				t.Errorf("StatusDue = %v, %s; want %v, %s", due, wait, tt.wantDue, tt.wantWait)
+			}
+		})
+	}
+}
