@@ -8,6 +8,8 @@
 // network: Service traffic through a ClusterIP against the pod IP, and cluster
 // DNS against the node's upstream resolver, on the cluster make up runs (it
 // must be running; the suite works in a namespace of its own and deletes it).
+// Suite deployments: a Deployment's pods scheduled and Ready on hollow nodes
+// against the same number of pods created directly, on a private cluster.
 package main
 
 import (
@@ -44,13 +46,17 @@ func main() {
 	scfg := schedsuite.Defaults
 	pcfg := podsuite.Defaults
 	ncfg := netsuite.Config{Samples: netsuite.Defaults.Samples, Transfers: netsuite.Defaults.Transfers}
+	dcfg := schedsuite.DeployDefaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), scheduler (needs make down) or all (all but scheduler)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down) or all (all but scheduler)")
 	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
 	fs.StringVar(&scfg.ProfileDir, "sched-profile", "", "write a 5 s CPU profile of the scheduler, taken while it binds, to this directory")
 	fs.IntVar(&scfg.Rounds, "sched-rounds", scfg.Rounds, "rounds per node count in the scheduler suite, each on a fresh cluster; the report gives the median ratio")
+	fs.IntVar(&dcfg.Nodes, "deploy-nodes", dcfg.Nodes, "hollow nodes in the deployments suite")
+	fs.IntVar(&dcfg.Replicas, "deploy-replicas", dcfg.Replicas, "replicas of the Deployment (and pods created directly) in the deployments suite")
+	fs.IntVar(&dcfg.Rounds, "deploy-rounds", dcfg.Rounds, "rounds of the deployments suite on its cluster, alternating which way goes first")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
 	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
 	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")
@@ -76,8 +82,8 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, scheduler or all\n", which)
+	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" && which != "deployments" {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler or all\n", which)
 		os.Exit(2)
 	}
 	if scfg.Rounds < 1 {
@@ -104,6 +110,7 @@ func main() {
 	}
 	pcfg.AMQPURL, pcfg.APIServer = cfg.AMQPURL, cfg.Binary
 	scfg.AMQPURL, scfg.APIServer = cfg.AMQPURL, cfg.Binary
+	dcfg.AMQPURL, dcfg.APIServer = cfg.AMQPURL, cfg.Binary
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -115,13 +122,13 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -168,6 +175,22 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		fmt.Println()
 		rep.Print(os.Stdout)
 		fmt.Println()
+	}
+	if which == "all" || which == "deployments" {
+		dcfg.Workdir = filepath.Join(dir, "deployments")
+		if err := os.Mkdir(dcfg.Workdir, 0o700); err != nil {
+			return err
+		}
+		rep, err := schedsuite.RunDeployments(ctx, dcfg, log)
+		if rep != nil && len(rep.Rounds) > 0 {
+			fmt.Println("## Deployments")
+			fmt.Println()
+			rep.Print(os.Stdout)
+			fmt.Println()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if which == "scheduler" {
 		scfg.Workdir = filepath.Join(dir, "scheduler")
