@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -33,6 +34,18 @@ type Resource struct {
 	// New returns an empty object and an empty list of the kind.
 	New     func() runtime.Object
 	NewList func() runtime.Object
+	// Storage, when set, is the resource this one is another served version of: its objects
+	// are stored (and kept in caches and on the bus) as Storage's kind and converted at the
+	// API's edge (see Convert).
+	Storage *Resource
+}
+
+// Stored is the resource whose kind objects of r are stored as: r itself, or its Storage.
+func (r *Resource) Stored() *Resource {
+	if r.Storage != nil {
+		return r.Storage
+	}
+	return r
 }
 
 // GVR is the group, version and plural resource name.
@@ -100,11 +113,34 @@ var Resources = []*Resource{
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Workflow{} }, NewList: func() runtime.Object { return &serverlessv1.WorkflowList{} }},
 }
 
+// OtherVersions lists the resources served in a further version of a kind of Resources,
+// converted on the way in and out; components only ever see the stored version.
+var OtherVersions = []*Resource{
+	{GVK: autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} },
+		Storage: mustStored(autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"))},
+}
+
+func mustStored(gvr schema.GroupVersionResource) *Resource {
+	for _, r := range Resources {
+		if r.GVR() == gvr {
+			return r
+		}
+	}
+	panic("no stored resource " + gvr.String())
+}
+
+// Served lists every served resource: Resources, then OtherVersions.
+func Served() []*Resource {
+	out := make([]*Resource, 0, len(Resources)+len(OtherVersions))
+	return append(append(out, Resources...), OtherVersions...)
+}
+
 // GroupVersions lists the served group versions, core first, in discovery order.
 func GroupVersions() []schema.GroupVersion {
 	var out []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
-	for _, r := range Resources {
+	for _, r := range Served() {
 		gv := r.GVK.GroupVersion()
 		if !seen[gv] {
 			seen[gv] = true
@@ -114,9 +150,9 @@ func GroupVersions() []schema.GroupVersion {
 	return out
 }
 
-// ByGVR finds a resource by group, version and plural name.
+// ByGVR finds a served resource by group, version and plural name.
 func ByGVR(gvr schema.GroupVersionResource) (*Resource, bool) {
-	for _, r := range Resources {
+	for _, r := range Served() {
 		if r.GVR() == gvr {
 			return r, true
 		}
@@ -124,9 +160,9 @@ func ByGVR(gvr schema.GroupVersionResource) (*Resource, bool) {
 	return nil, false
 }
 
-// ByGVK finds a resource by group, version and kind.
+// ByGVK finds a served resource by group, version and kind.
 func ByGVK(gvk schema.GroupVersionKind) (*Resource, bool) {
-	for _, r := range Resources {
+	for _, r := range Served() {
 		if r.GVK == gvk {
 			return r, true
 		}

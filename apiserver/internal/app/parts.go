@@ -15,11 +15,11 @@ import (
 
 // newOpenAPI builds the OpenAPI v3 documents and the v2 one, from the served Go types.
 func newOpenAPI() (*openapi.Documents, *openapi.V2, error) {
-	docs, err := openapi.Build(scheme.Resources, server.Version.GitVersion)
+	docs, err := openapi.Build(scheme.Served(), server.Version.GitVersion)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build openapi documents: %w", err)
 	}
-	v2, err := openapi.BuildV2(scheme.Resources, server.Version.GitVersion)
+	v2, err := openapi.BuildV2(scheme.Served(), server.Version.GitVersion)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build openapi v2 document: %w", err)
 	}

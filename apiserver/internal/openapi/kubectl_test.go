@@ -46,7 +46,7 @@ func serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 				continue
 			}
 			list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
-			for _, res := range scheme.Resources {
+			for _, res := range scheme.Served() {
 				if res.GVK.GroupVersion() == gv {
 					list.APIResources = append(list.APIResources, metav1.APIResource{
 						Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced, Kind: res.GVK.Kind,

@@ -20,7 +20,7 @@ import (
 
 func build(t *testing.T) *Documents {
 	t.Helper()
-	docs, err := Build(scheme.Resources, "v1.32.3")
+	docs, err := Build(scheme.Served(), "v1.32.3")
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestRootListsEveryGroupVersion(t *testing.T) {
 
 func TestEveryResourceSupportsServerSideFieldValidation(t *testing.T) {
 	docs := build(t)
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		t.Run(r.GVK.String(), func(t *testing.T) {
 			doc := parse(t, docs, gvKey(r.GVK.GroupVersion()))
 			if doc.Paths == nil {
@@ -132,7 +132,7 @@ func TestEveryResourceSupportsServerSideFieldValidation(t *testing.T) {
 
 func TestResourcePaths(t *testing.T) {
 	docs := build(t)
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		t.Run(r.Plural, func(t *testing.T) {
 			doc := parse(t, docs, gvKey(r.GVK.GroupVersion()))
 			prefix := "/" + gvKey(r.GVK.GroupVersion())
@@ -413,7 +413,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 // The real kubectl picks strategic merge for apply when the PATCH operation lists it; our own
 // group has no patch strategy tags, so it must not be listed there.
 func TestStrategicMergeOnlyForBuiltins(t *testing.T) {
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		got := patchContentTypes(r)
 		has := false
 		for _, ct := range got {

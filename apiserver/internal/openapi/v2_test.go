@@ -27,7 +27,7 @@ const testVersion = "v1.32.3"
 
 func buildV2(t *testing.T) *V2 {
 	t.Helper()
-	v, err := BuildV2(scheme.Resources, testVersion)
+	v, err := BuildV2(scheme.Served(), testVersion)
 	if err != nil {
 		t.Fatalf("BuildV2: %v", err)
 	}
@@ -246,7 +246,7 @@ func TestV2ResourcePaths(t *testing.T) {
 
 	write := []string{"dryRun", "fieldManager", "fieldValidation"}
 	answers := []string{"application/json", "application/yaml"}
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		t.Run(r.Plural, func(t *testing.T) {
 			gv := r.GVK.GroupVersion()
 			prefix := "/" + gvKey(gv)

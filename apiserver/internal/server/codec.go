@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -138,13 +140,49 @@ func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive s
 			return nil, err
 		}
 		obj.GetObjectKind().SetGroupVersionKind(res.GVK)
-		return obj, nil
+		return toStored(res, obj)
 	case yamlMediaType:
 		if data, err = yaml.YAMLToJSON(data); err != nil {
 			return nil, apierror.New(apierror.ErrBadRequest, "the body of the request is not valid YAML: %v", err)
 		}
 	}
 	return decodeJSONObject(c, res, data, directive)
+}
+
+// toStored converts an object decoded as res's kind to the kind it is stored as. An
+// annotation that carries a field of the stored version and does not parse is invalid.
+func toStored(res *scheme.Resource, obj runtime.Object) (runtime.Object, error) {
+	if res.Storage == nil {
+		return obj, nil
+	}
+	out, err := scheme.Convert(obj, res.Storage)
+	if err != nil {
+		var ae *scheme.AnnotationError
+		if errors.As(err, &ae) {
+			m, _ := meta.Accessor(obj)
+			path := field.NewPath("metadata", "annotations").Key(ae.Key)
+			return nil, apierror.Invalid(res.GVK.Group, res.GVK.Kind, m.GetName(), field.ErrorList{field.Invalid(path, ae.Value, ae.Err.Error())})
+		}
+		return nil, apierror.New(apierror.ErrBadRequest, "convert %s to %s: %v", res.GVK, res.Storage.GVK, err)
+	}
+	return out, nil
+}
+
+// toServed shows obj, of the kind res is stored as (an object or a list), as res's kind;
+// anything else (a Status, an object already of res's kind) is left as it is.
+func toServed(res *scheme.Resource, obj runtime.Object) (runtime.Object, error) {
+	if res == nil || res.Storage == nil {
+		return obj, nil
+	}
+	t := reflect.TypeOf(obj)
+	if t != reflect.TypeOf(res.Storage.New()) && t != reflect.TypeOf(res.Storage.NewList()) {
+		return obj, nil
+	}
+	out, err := scheme.Convert(obj, res)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s to %s: %w", res.Storage.GVK, res.GVK, err)
+	}
+	return out, nil
 }
 
 // decodeJSONObject is decodeObject for JSON, which patches also produce.
@@ -169,7 +207,7 @@ func decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directi
 		return nil, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
-	return obj, nil
+	return toStored(res, obj)
 }
 
 // writeError answers with the Status an error maps to.
@@ -200,6 +238,13 @@ func writeJSON(c *gin.Context, code int, obj any) {
 // encode renders obj in a negotiated form: the object (JSON, YAML or protobuf), a Table, or
 // its metadata.
 func (s *Server) encode(out output, obj runtime.Object) ([]byte, error) {
+	if out.view != viewTable {
+		// Tables are made from the stored version, which has every column.
+		var err error
+		if obj, err = toServed(out.res, obj); err != nil {
+			return nil, err
+		}
+	}
 	switch out.view {
 	case viewTable:
 		if s.cfg.Tables == nil {
@@ -290,7 +335,7 @@ func (s *Server) respondWritten(c *gin.Context, out output, code int, res *schem
 // respondStored answers with a stored object: straight from its bytes when the client takes
 // plain JSON (and the bytes are in the expected shape), decoded and encoded otherwise.
 func (s *Server) respondStored(c *gin.Context, out output, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
-	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil {
+	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil && res.Storage == nil {
 		if data, ok := storage.WithResourceVersion(stored, rev); ok {
 			c.Data(code, jsonMediaType, s.pretty(c, out, data))
 			return
@@ -298,7 +343,7 @@ func (s *Server) respondStored(c *gin.Context, out output, code int, res *scheme
 	}
 	if obj == nil {
 		var err error
-		if obj, err = registry.DecodeStored(res, stored, rev); err != nil {
+		if obj, err = registry.DecodeStored(res.Stored(), stored, rev); err != nil {
 			writeError(c, err)
 			return
 		}

@@ -39,11 +39,18 @@ func (s *Server) apiVersions(c *gin.Context) {
 
 func (s *Server) groups() []metav1.APIGroup {
 	var out []metav1.APIGroup
+	index := map[string]int{}
 	for _, gv := range scheme.GroupVersions() {
 		if gv.Group == "" {
 			continue
 		}
 		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if i, ok := index[gv.Group]; ok {
+			// A further version of a group; the first, the stored one, is preferred.
+			out[i].Versions = append(out[i].Versions, v)
+			continue
+		}
+		index[gv.Group] = len(out)
 		out = append(out, metav1.APIGroup{
 			TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
 			Name:             gv.Group,
@@ -99,7 +106,7 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 	if gv == metricsGV && s.metrics != nil {
 		list.APIResources = metricsResources
 	}
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		if r.GVK.GroupVersion() != gv {
 			continue
 		}

@@ -33,6 +33,8 @@ const (
 type output struct {
 	mediaType string
 	view      view
+	// res is the resource as the request names it, whose version objects are shown in.
+	res *scheme.Resource
 	// includeObject says what a Table's rows carry.
 	includeObject metav1.IncludeObjectPolicy
 }
@@ -70,6 +72,7 @@ func (s *Server) negotiate(c *gin.Context, res *scheme.Resource, a answer) (outp
 		writeError(c, err)
 		return output{}, false
 	}
+	out.res = res
 	return out, true
 }
 

@@ -74,9 +74,9 @@ func (t target) checkSubresource() error {
 	return nil
 }
 
-// key is the registry's name for the target.
+// key is the registry's name for the target, under the resource its objects are stored as.
 func (t target) key() registry.Key {
-	return registry.Key{Resource: t.res, Namespace: t.namespace, Name: t.name}
+	return registry.Key{Resource: t.res.Stored(), Namespace: t.namespace, Name: t.name}
 }
 
 func metaOf(obj runtime.Object) (metav1.Object, error) {

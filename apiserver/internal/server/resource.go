@@ -40,7 +40,7 @@ func (s *Server) get(c *gin.Context, t target) {
 // selectors turns parsed list options into the registry's, checking the fields named.
 func (s *Server) selectors(t target, opts *internalversion.ListOptions) (registry.Selectors, error) {
 	sel := registry.Selectors{Labels: opts.LabelSelector, Fields: opts.FieldSelector}
-	return sel, s.reg.CheckSelectors(t.res, sel)
+	return sel, s.reg.CheckSelectors(t.res.Stored(), sel)
 }
 
 func (s *Server) list(c *gin.Context, t target, opts *internalversion.ListOptions) {
@@ -64,7 +64,7 @@ func (s *Server) list(c *gin.Context, t target, opts *internalversion.ListOption
 		writeError(c, err)
 		return
 	}
-	list, err := registry.NewList(t.res, res.Items, res.Revision, res.Continue)
+	list, err := registry.NewList(t.res.Stored(), res.Items, res.Revision, res.Continue)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -179,11 +179,15 @@ func (s *Server) patch(c *gin.Context, t target) {
 	ctx := c.Request.Context()
 	w, err := s.reg.Update(ctx, t.key(), registry.UpdateOptions{Subresource: t.subresource, DryRun: dry},
 		func(current runtime.Object, kv storage.KV) (runtime.Object, string, error) {
-			// The stored bytes are the current object already; no need to encode what was read.
+			// The stored bytes are the current object already, unless it is served in
+			// another version than it is stored as.
 			cur, ok := storage.WithResourceVersion(kv.Value, kv.ModRevision)
-			if !ok {
-				var err error
-				if cur, err = encodeJSON(current); err != nil {
+			if !ok || t.res.Storage != nil {
+				served, err := toServed(t.res, current)
+				if err != nil {
+					return nil, "", err
+				}
+				if cur, err = encodeJSON(served); err != nil {
 					return nil, "", err
 				}
 			}
@@ -294,7 +298,7 @@ func (s *Server) deleteCollection(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	list, err := registry.NewList(t.res, deleted, 0, "")
+	list, err := registry.NewList(t.res.Stored(), deleted, 0, "")
 	if err != nil {
 		writeError(c, err)
 		return
