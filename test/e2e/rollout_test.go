@@ -158,8 +158,8 @@ func TestRollouts(t *testing.T) {
 		stop := filepath.Join(dir, "stop-client")
 		script := fmt.Sprintf(`while [ ! -e %s ]; do b=$(curl -s -m 3 %s) && echo "$b" | grep -o '"hostname": *"[^"]*"' || echo FAIL; sleep 0.05; done`, stop, url)
 		var (
-			wg  sync.WaitGroup
-			out string
+			wg   sync.WaitGroup
+			out  string
 			cerr error
 		)
 		wg.Add(1)
