@@ -10,6 +10,9 @@
 // must be running; the suite works in a namespace of its own and deletes it).
 // Suite deployments: a Deployment's pods scheduled and Ready on hollow nodes
 // against the same number of pods created directly, on a private cluster.
+// Suite hpa (not in all): a HorizontalPodAutoscaler's reaction to CPU load (the
+// metrics API showing it, the scale decision, the new pod Ready) against a
+// direct scale of the same Deployment, on the cluster make up runs.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"minik8s.io/bench/internal/hpasuite"
 	"minik8s.io/bench/internal/netsuite"
 	"minik8s.io/bench/internal/podsuite"
 	"minik8s.io/bench/internal/schedsuite"
@@ -47,8 +51,9 @@ func main() {
 	pcfg := podsuite.Defaults
 	ncfg := netsuite.Config{Samples: netsuite.Defaults.Samples, Transfers: netsuite.Defaults.Transfers}
 	dcfg := schedsuite.DeployDefaults
+	hcfg := hpasuite.Defaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down) or all (all but scheduler)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down), hpa (needs make up) or all (all but scheduler and hpa)")
 	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
@@ -57,6 +62,8 @@ func main() {
 	fs.IntVar(&dcfg.Nodes, "deploy-nodes", dcfg.Nodes, "hollow nodes in the deployments suite")
 	fs.IntVar(&dcfg.Replicas, "deploy-replicas", dcfg.Replicas, "replicas of the Deployment (and pods created directly) in the deployments suite")
 	fs.IntVar(&dcfg.Rounds, "deploy-rounds", dcfg.Rounds, "rounds of the deployments suite on its cluster, alternating which way goes first")
+	fs.IntVar(&hcfg.Rounds, "hpa-rounds", hcfg.Rounds, "load-to-scale measurements of the hpa suite, each on a fresh Deployment")
+	fs.DurationVar(&hcfg.SyncPeriod, "hpa-sync-period", hcfg.SyncPeriod, "the running controller-manager's --horizontal-pod-autoscaler-sync-period, the hpa suite's baseline for the decision")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
 	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
 	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")
@@ -82,8 +89,8 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" && which != "deployments" {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler or all\n", which)
+	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" && which != "deployments" && which != "hpa" {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa or all\n", which)
 		os.Exit(2)
 	}
 	if scfg.Rounds < 1 {
@@ -122,13 +129,14 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, keep, log); err != nil {
+	hcfg.Kubeconfig = ncfg.Kubeconfig
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, hcfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, hcfg hpasuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -184,6 +192,18 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		rep, err := schedsuite.RunDeployments(ctx, dcfg, log)
 		if rep != nil && len(rep.Rounds) > 0 {
 			fmt.Println("## Deployments")
+			fmt.Println()
+			rep.Print(os.Stdout)
+			fmt.Println()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if which == "hpa" {
+		rep, err := hpasuite.Run(ctx, hcfg, log)
+		if rep != nil && len(rep.Rounds) > 0 {
+			fmt.Println("## HorizontalPodAutoscaler reaction")
 			fmt.Println()
 			rep.Print(os.Stdout)
 			fmt.Println()
