@@ -172,7 +172,7 @@ func (c *Controller) podAdded(obj runtime.Object) {
 	}
 	if key := c.owner(pod.Namespace, ControllerOf(pod)); key != "" {
 		c.expectations.CreationObserved(key)
-		c.loop.Add(key)
+		c.wake(key)
 		return
 	}
 	if ControllerOf(pod) == nil {
@@ -198,7 +198,13 @@ func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
 		c.loop.Add(oldOwner)
 	}
 	if newOwner != "" {
-		c.loop.Add(newOwner)
+		if counts(old, pod) {
+			c.wake(newOwner)
+		} else {
+			// Only readiness, status or the node changed: the status follows after a pause
+			// that gathers the changes of many pods into one sync.
+			c.loop.Queue.AddAfter(newOwner, settleDelay)
+		}
 		return
 	}
 	if ControllerOf(pod) == nil && (!labels.Equals(old.Labels, pod.Labels) || ControllerOf(old) != nil) {
@@ -215,8 +221,30 @@ func (c *Controller) podDeleted(obj runtime.Object) {
 	}
 	if key := c.owner(pod.Namespace, ControllerOf(pod)); key != "" {
 		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-		c.loop.Add(key)
+		c.wake(key)
 	}
+}
+
+// settleDelay is how long a ReplicaSet waits after a change that does not let it act (a pod's
+// readiness, a creation while others are still expected) before it syncs: a thousand pods
+// starting then cost a few syncs, not thousands.
+const settleDelay = 100 * time.Millisecond
+
+// wake queues key now when its expectations are met (the sync can act), else after
+// settleDelay (the sync would only update status).
+func (c *Controller) wake(key string) {
+	if c.expectations.Satisfied(key, c.cfg.Clock.Now()) {
+		c.loop.Add(key)
+		return
+	}
+	c.loop.Queue.AddAfter(key, settleDelay)
+}
+
+// counts reports whether a pod's change bears on how many pods its ReplicaSet has: its labels,
+// its controller, its deletion or its end.
+func counts(old, pod *corev1.Pod) bool {
+	return !labels.Equals(old.Labels, pod.Labels) || ControllerOf(old) == nil != (ControllerOf(pod) == nil) ||
+		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) || Active(old) != Active(pod)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
