@@ -62,6 +62,8 @@ func main() {
 	fs.IntVar(&dcfg.Nodes, "deploy-nodes", dcfg.Nodes, "hollow nodes in the deployments suite")
 	fs.IntVar(&dcfg.Replicas, "deploy-replicas", dcfg.Replicas, "replicas of the Deployment (and pods created directly) in the deployments suite")
 	fs.IntVar(&dcfg.Rounds, "deploy-rounds", dcfg.Rounds, "rounds of the deployments suite on its cluster, alternating which way goes first")
+	fs.BoolVar(&dcfg.Real, "deploy-real", dcfg.Real, "the deployments suite also measures -deploy-real-replicas real pods the same way on make up's cluster (which must run)")
+	fs.IntVar(&dcfg.RealReplicas, "deploy-real-replicas", dcfg.RealReplicas, "real pods per measurement in the deployments suite")
 	fs.IntVar(&hcfg.Rounds, "hpa-rounds", hcfg.Rounds, "load-to-scale measurements of the hpa suite, each on a fresh Deployment")
 	fs.DurationVar(&hcfg.SyncPeriod, "hpa-sync-period", hcfg.SyncPeriod, "the running controller-manager's --horizontal-pod-autoscaler-sync-period, the hpa suite's baseline for the decision")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
@@ -70,7 +72,7 @@ func main() {
 	fs.Float64Var(&pcfg.Rate, "pod-rate", pcfg.Rate, "pods per second in the paced pod test")
 	fs.StringVar(&plegs, "pleg-periods", "1s,100ms", "comma-separated kubelet --pleg-period values; the pod tests run once per value")
 	fs.StringVar(&pcfg.RedisAddr, "redis-addr", pcfg.RedisAddr, "Redis the benchmark kubelet caches its pods in")
-	fs.StringVar(&ncfg.Kubeconfig, "kubeconfig", "", "kubeconfig of make up's cluster for the network suite (default $KUBECONFIG, else $MINIK8S_HOME/kubeconfig)")
+	fs.StringVar(&ncfg.Kubeconfig, "kubeconfig", "", "kubeconfig of make up's cluster for the network suite and the deployments suite's real pods (default $KUBECONFIG, else $MINIK8S_HOME/kubeconfig)")
 	fs.StringVar(&ncfg.Node, "net-node", "", "node of this machine the network suite runs its pods on (default: the cluster's only node)")
 	fs.IntVar(&ncfg.Samples, "net-samples", ncfg.Samples, "connections per target in the network suite's latency test, and DNS queries per query")
 	fs.IntVar(&ncfg.Transfers, "net-transfers", ncfg.Transfers, "64 MiB GETs per target in the network suite's throughput test")
@@ -117,7 +119,7 @@ func main() {
 	}
 	pcfg.AMQPURL, pcfg.APIServer = cfg.AMQPURL, cfg.Binary
 	scfg.AMQPURL, scfg.APIServer = cfg.AMQPURL, cfg.Binary
-	dcfg.AMQPURL, dcfg.APIServer = cfg.AMQPURL, cfg.Binary
+	dcfg.AMQPURL, dcfg.APIServer, dcfg.Kubeconfig = cfg.AMQPURL, cfg.Binary, ncfg.Kubeconfig
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"minik8s.io/bench/internal/cluster"
 	"minik8s.io/shared/apierror"
 	mclient "minik8s.io/shared/client"
+	"minik8s.io/shared/kubeconfig"
 )
 
 // DeployConfig says what the deployments suite measures: one Deployment of Replicas pods on
@@ -32,10 +34,19 @@ type DeployConfig struct {
 	Clients   int
 	// Rounds alternate which of the two goes first, on one cluster.
 	Rounds int
+	// Real also measures RealReplicas real pods (RealImage) the same two ways on the cluster
+	// make up runs (Kubeconfig; empty is the default path), in namespaces of their own.
+	Real         bool
+	RealReplicas int
+	RealImage    string
+	Kubeconfig   string
+	// template makes the pods of a measurement (newPod when nil).
+	template func(name string) *corev1.Pod
 }
 
 // DeployDefaults are the figures of docs/benchmarks.md.
-var DeployDefaults = DeployConfig{AMQPURL: Defaults.AMQPURL, Nodes: 100, Replicas: 1000, Clients: 16, Rounds: 2}
+var DeployDefaults = DeployConfig{AMQPURL: Defaults.AMQPURL, Nodes: 100, Replicas: 1000, Clients: 16, Rounds: 2,
+	Real: true, RealReplicas: 50, RealImage: "minik8s/echo:1.0"}
 
 // DeployRound is one measurement of both ways.
 type DeployRound struct {
@@ -56,11 +67,14 @@ func (r DeployRound) Ratio() float64 {
 	return r.Deployment.Seconds() / r.Direct.Seconds()
 }
 
-// DeployReport is the whole run.
+// DeployReport is the whole run: the hollow-node rounds, and the real pods' on make up's
+// cluster when asked for.
 type DeployReport struct {
-	Config   DeployConfig
-	Register time.Duration
-	Rounds   []DeployRound
+	Config     DeployConfig
+	Register   time.Duration
+	Rounds     []DeployRound
+	RealNode   string
+	RealRounds []DeployRound
 }
 
 // RunDeployments starts an apiserver, hollow nodes, the scheduler and the controller-manager
@@ -128,18 +142,66 @@ func RunDeployments(ctx context.Context, cfg DeployConfig, log *slog.Logger) (*D
 	if err := waitLog(ctx, filepath.Join(dir, "controller-manager.log"), "controller=deployment", cm); err != nil {
 		return nil, err
 	}
+	rep.Rounds, err = deployRounds(ctx, api, cfg, "", log)
+	if err != nil || !cfg.Real {
+		return rep, err
+	}
+	return rep, runReal(ctx, cfg, rep, log)
+}
+
+// runReal measures the real pods on make up's cluster.
+func runReal(ctx context.Context, cfg DeployConfig, rep *DeployReport, log *slog.Logger) error {
+	path := cfg.Kubeconfig
+	if path == "" {
+		path = kubeconfig.DefaultPath()
+	}
+	ccfg, err := mclient.FromKubeconfig(path)
+	if err != nil {
+		return fmt.Errorf("the deployments suite's real pods run on make up's cluster, which must be running: %w", err)
+	}
+	api, err := mclient.New(ccfg)
+	if err != nil {
+		return err
+	}
+	nodes, err := mclient.MustFor[*corev1.Node, *corev1.NodeList](api).List(ctx, "", metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("the deployments suite's real pods run on make up's cluster, which must be running: %w", err)
+	}
+	for _, n := range nodes.Items {
+		rep.RealNode += n.Name + " "
+	}
+	rep.RealNode = strings.TrimSpace(rep.RealNode)
+	real := cfg
+	real.Replicas = cfg.RealReplicas
+	real.template = func(name string) *corev1.Pod {
+		grace := int64(1)
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "deploybench"}},
+			Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+				Containers: []corev1.Container{{Name: "echo", Image: cfg.RealImage}}},
+		}
+	}
+	log.Info("real pods on make up's cluster", "nodes", rep.RealNode, "pods", real.Replicas)
+	rep.RealRounds, err = deployRounds(ctx, api, real, fmt.Sprintf("bench-deploy-%d-", time.Now().Unix()), log)
+	return err
+}
+
+// deployRounds measures cfg.Rounds rounds, namespaces named prefix + direct-<i> and
+// deploy-<i>.
+func deployRounds(ctx context.Context, api *mclient.Client, cfg DeployConfig, prefix string, log *slog.Logger) ([]DeployRound, error) {
+	var rounds []DeployRound
 	for i := range cfg.Rounds {
 		r := DeployRound{DeploymentFirst: i%2 == 1}
 		// Each measurement's namespace goes before the next starts, so every one starts from
 		// an empty cluster (and the hollow nodes never fill up).
 		direct := func() error {
-			ns := fmt.Sprintf("direct-%d", i)
+			ns := fmt.Sprintf("%sdirect-%d", prefix, i)
 			d, made, err := directPods(ctx, api, cfg, ns)
 			r.Direct, r.DirectCreated = d, made
 			return errors.Join(err, dropNamespace(ctx, api, ns))
 		}
 		deploy := func() error {
-			ns := fmt.Sprintf("deploy-%d", i)
+			ns := fmt.Sprintf("%sdeploy-%d", prefix, i)
 			d, made, avail, err := deployPods(ctx, api, cfg, ns)
 			r.Deployment, r.DeploymentCreated, r.DeploymentAvailable = d, made, avail
 			return errors.Join(err, dropNamespace(ctx, api, ns))
@@ -150,13 +212,20 @@ func RunDeployments(ctx context.Context, cfg DeployConfig, log *slog.Logger) (*D
 		}
 		for _, s := range steps {
 			if err := s(); err != nil {
-				return rep, fmt.Errorf("round %d: %w", i+1, err)
+				return rounds, fmt.Errorf("round %d: %w", i+1, err)
 			}
 		}
-		log.Info("round done", "round", i+1, "direct", r.Direct, "deployment", r.Deployment, "ratio", fmt.Sprintf("%.2f", r.Ratio()))
-		rep.Rounds = append(rep.Rounds, r)
+		log.Info("round done", "round", i+1, "pods", cfg.Replicas, "direct", r.Direct, "deployment", r.Deployment, "ratio", fmt.Sprintf("%.2f", r.Ratio()))
+		rounds = append(rounds, r)
 	}
-	return rep, nil
+	return rounds, nil
+}
+
+func (cfg DeployConfig) pod(name string) *corev1.Pod {
+	if cfg.template != nil {
+		return cfg.template(name)
+	}
+	return newPod(name)
 }
 
 // benchNamespace makes a namespace for one measurement, so each one's pods are apart.
@@ -288,7 +357,7 @@ func directPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns s
 		go func() {
 			defer wg.Done()
 			for i := range idx {
-				p := newPod(fmt.Sprintf("pod-%d", i))
+				p := cfg.pod(fmt.Sprintf("pod-%d", i))
 				p.Namespace = ns
 				if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 					errs <- err
@@ -329,7 +398,7 @@ func deployPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns s
 		return 0, 0, 0, err
 	}
 	ds := mclient.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](api)
-	tmpl := newPod("")
+	tmpl := cfg.pod("")
 	n := int32(cfg.Replicas)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
@@ -365,10 +434,18 @@ func (r *DeployReport) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "%d pods on %d hollow nodes (registered in %s), real scheduler and controller-manager; direct: %d clients creating pods.\n\n",
 		c.Replicas, c.Nodes, r.Register.Round(time.Millisecond), c.Clients)
+	printRounds(w, r.Rounds)
+	if len(r.RealRounds) > 0 {
+		fmt.Fprintf(w, "\n%d pods of %s on make up's cluster (nodes: %s), as make up runs it.\n\n", c.RealReplicas, c.RealImage, r.RealNode)
+		printRounds(w, r.RealRounds)
+	}
+}
+
+func printRounds(w io.Writer, rounds []DeployRound) {
 	fmt.Fprintln(w, "| Round | first | direct: all created | direct: all Ready | Deployment: all created | Deployment: all Ready | Deployment status: all available | ratio (all Ready) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	var ratios []float64
-	for i, rd := range r.Rounds {
+	for i, rd := range rounds {
 		first := "direct"
 		if rd.DeploymentFirst {
 			first = "Deployment"
