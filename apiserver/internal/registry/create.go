@@ -31,6 +31,19 @@ type Written struct {
 // nameAlphabet avoids vowels and look-alike characters, as Kubernetes' generated names do.
 const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 
+// maxGeneratedNameLength is how much of generateName a generated name keeps, as Kubernetes:
+// with the five-character suffix, the name fits a 63-character DNS label.
+const maxGeneratedNameLength = 63 - 5
+
+// GenerateName is a name made from a generateName base: the base, cut to
+// maxGeneratedNameLength, and a random suffix, as Kubernetes' name generator makes them.
+func GenerateName(base string) string {
+	if len(base) > maxGeneratedNameLength {
+		base = base[:maxGeneratedNameLength]
+	}
+	return base + RandomSuffix()
+}
+
 // RandomSuffix is five characters for a generated name.
 func RandomSuffix() string {
 	b := make([]byte, 5)
@@ -99,7 +112,7 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 	}
 	for attempt := 0; ; attempt++ {
 		if generated {
-			m.SetName(m.GetGenerateName() + RandomSuffix())
+			m.SetName(GenerateName(m.GetGenerateName()))
 		}
 		if errs := st.Validate(obj); len(errs) > 0 {
 			return Written{}, invalid(res, m.GetName(), errs)

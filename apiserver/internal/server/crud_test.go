@@ -118,6 +118,15 @@ func TestYAMLBodyAndGenerateName(t *testing.T) {
 	if !strings.HasPrefix(cm.Name, "cfg-") || len(cm.Name) != len("cfg-")+5 || cm.Data["k"] != "v" {
 		t.Fatalf("got %+v", cm)
 	}
+	// A long base is cut so that the name fits a DNS label, as Kubernetes does (a ReplicaSet
+	// of a long Deployment name gives its pods such a base).
+	long := strings.Repeat("a", 70) + "-"
+	var cut corev1.ConfigMap
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/configmaps", "application/yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: "+long+"\n", &cut)
+	if len(cut.Name) != 63 || !strings.HasPrefix(cut.Name, long[:58]) || cut.GenerateName != long {
+		t.Fatalf("generateName of %d characters gave name %q (%d), generateName %q", len(long), cut.Name, len(cut.Name), cut.GenerateName)
+	}
 }
 
 func TestUpdateConflictAndStatus(t *testing.T) {
