@@ -191,11 +191,24 @@ func (e *env) events(ctx context.Context, rep *Report) error {
 	rep.EventBus, rep.EventWatch = viaBus.rec.Summary(), viaWatch.rec.Summary()
 	rep.EventBusWindows = viaBus.windows(start, start.Add(elapsed), eventWindows)
 	rep.EventWatchWindows = viaWatch.windows(start, start.Add(elapsed), eventWindows)
-	after, err := e.scrapeHistogram(ctx, outboxLatencyMetric)
-	if err != nil {
-		return err
+	// A consumer may have a message before the apiserver has handled the broker's confirm of
+	// it, which is when the outbox counts it: give the last confirms a moment.
+	var h histogram
+	for confirmDeadline := time.Now().Add(5 * time.Second); ; {
+		after, err := e.scrapeHistogram(ctx, outboxLatencyMetric)
+		if err != nil {
+			return err
+		}
+		h = after.since(before)
+		if int(h.total()) >= sent || time.Now().After(confirmDeadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	h := after.since(before)
 	rep.OutboxPublished = int(h.total())
 	rep.OutboxP50, rep.OutboxP99 = h.quantile(50), h.quantile(99)
 	return nil
