@@ -18,11 +18,16 @@ import (
 // short names, version, scope and kind as the resource table.
 func TestAPIResources(t *testing.T) {
 	srv := sharedServer(t)
-	want := map[string]string{}
+	// Rows are keyed by resource and group: metrics.k8s.io serves pods and nodes too (from the
+	// kubelets' stats, not the resource table).
+	want := map[string]string{
+		"pods.metrics.k8s.io":  " metrics.k8s.io/v1beta1 true PodMetrics",
+		"nodes.metrics.k8s.io": " metrics.k8s.io/v1beta1 false NodeMetrics",
+	}
 	for _, r := range scheme.Resources {
 		short := append([]string(nil), r.ShortNames...)
 		sort.Strings(short)
-		want[r.Plural] = fmt.Sprintf("%s %s %t %s", strings.Join(short, ","), r.GVK.GroupVersion(), r.Namespaced, r.GVK.Kind)
+		want[resourceKey(r.Plural, r.GVK.Group)] = fmt.Sprintf("%s %s %t %s", strings.Join(short, ","), r.GVK.GroupVersion(), r.Namespaced, r.GVK.Kind)
 	}
 	for _, k := range kubectls(t, srv) {
 		t.Run(k.name, func(t *testing.T) {
@@ -41,13 +46,25 @@ func TestAPIResources(t *testing.T) {
 				n := len(f)
 				short := strings.Split(strings.Join(f[1:n-3], ","), ",")
 				sort.Strings(short)
-				got[f[0]] = fmt.Sprintf("%s %s %s %s", strings.Join(short, ","), f[n-3], f[n-2], f[n-1])
+				group, _, _ := strings.Cut(f[n-3], "/")
+				if !strings.Contains(f[n-3], "/") {
+					group = "" // the core group's version is "v1"
+				}
+				got[resourceKey(f[0], group)] = fmt.Sprintf("%s %s %s %s", strings.Join(short, ","), f[n-3], f[n-2], f[n-1])
 			}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("api-resources differs from scheme.Resources (-want +got):\n%s", d)
 			}
 		})
 	}
+}
+
+// resourceKey names a resource with its group, as kubectl does ("deployments.apps"; "pods").
+func resourceKey(plural, group string) string {
+	if group == "" {
+		return plural
+	}
+	return plural + "." + group
 }
 
 // kindCase drives one kind through create, get, apply, patch and delete.
