@@ -170,7 +170,7 @@ func (c *netCluster) networkingSteps(t *testing.T, step func(string, func(*testi
 	svcs := client.MustFor[*corev1.Service, *corev1.ServiceList](c.cl)
 	endpoints := client.MustFor[*corev1.Endpoints, *corev1.EndpointsList](c.cl)
 	nodes := []*netNode{n1, n2, n3}
-	clients := map[string]vantage{}  // node name -> the files pod on it
+	clients := map[string]vantage{}   // node name -> the files pod on it
 	nodeViews := map[string]vantage{} // node name -> the node itself
 	for i, n := range nodes {
 		name := "client-" + n.name

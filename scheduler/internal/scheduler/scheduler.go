@@ -64,7 +64,7 @@ type Config struct {
 	// checked against: a pod waits until its claims are bound (framework.CheckClaims), and
 	// a bound volume's node affinity limits the nodes (framework.VolumeNodeAffinity, added to
 	// Filters).
-	Volumes framework.Volumes
+	Volumes  framework.Volumes
 	Recorder Recorder
 	Leader   Leader
 	Clock    clock.Clock
