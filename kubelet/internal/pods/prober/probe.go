@@ -39,9 +39,9 @@ func (m *Manager) run(ctx context.Context, p *corev1.Probe, t Target) error {
 	case p.HTTPGet != nil:
 		return m.httpProbe(ctx, p.HTTPGet, t)
 	case p.TCPSocket != nil:
-		host := p.TCPSocket.Host
-		if host == "" {
-			host = t.PodIP
+		host, err := probeHost(p.TCPSocket.Host, t)
+		if err != nil {
+			return err
 		}
 		port, err := resolvePort(p.TCPSocket.Port, t.Container)
 		if err != nil {
@@ -59,10 +59,22 @@ func (m *Manager) run(ctx context.Context, p *corev1.Probe, t Target) error {
 	return fmt.Errorf("probe has no handler")
 }
 
-func (m *Manager) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Target) error {
-	host := h.Host
+// probeHost is where a network probe goes: its own host, else the pod's IP. With neither the
+// probe fails rather than ask this node's own loopback.
+func probeHost(host string, t Target) (string, error) {
 	if host == "" {
 		host = t.PodIP
+	}
+	if host == "" {
+		return "", fmt.Errorf("the pod has no IP address yet")
+	}
+	return host, nil
+}
+
+func (m *Manager) httpProbe(ctx context.Context, h *corev1.HTTPGetAction, t Target) error {
+	host, err := probeHost(h.Host, t)
+	if err != nil {
+		return err
 	}
 	port, err := resolvePort(h.Port, t.Container)
 	if err != nil {

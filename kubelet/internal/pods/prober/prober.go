@@ -135,7 +135,10 @@ func (m *Manager) Sync(ctx context.Context, podUID string, targets []Target) {
 		if k.podUID != podUID {
 			continue
 		}
-		if t, ok := want[k]; ok && t.ContainerID == w.target.ContainerID {
+		// A worker probes one container at one address: a new container, or the pod's
+		// address learned late (a kubelet restarted before its node had a pod CIDR adopts
+		// running pods without one), takes a new worker.
+		if t, ok := want[k]; ok && t.ContainerID == w.target.ContainerID && t.PodIP == w.target.PodIP {
 			delete(want, k)
 			continue
 		}

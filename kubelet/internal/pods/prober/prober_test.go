@@ -235,3 +235,28 @@ func TestSyncReplacesWorkersOfNewContainers(t *testing.T) {
 		t.Error("probing continued after RemovePod")
 	}
 }
+
+// A pod adopted before its address was known is probed at the address once it is.
+func TestSyncFollowsALateAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	e := newEnv(t, newExecer())
+	c := &corev1.Container{Name: "app", ReadinessProbe: &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(int32(p))}},
+		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1,
+	}}
+	noAddress := target("c1", c)
+	noAddress.PodIP = ""
+	e.m.Sync(e.ctx, "u1", []Target{noAddress})
+	for range 3 {
+		e.clk.Step(time.Second)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if r := e.result("c1", Readiness); r != Failure {
+		t.Fatalf("readiness without an address = %v, want Failure", r)
+	}
+	e.m.Sync(e.ctx, "u1", []Target{target("c1", c)})
+	e.until("ready once probed at the pod's address", func() bool { return e.result("c1", Readiness) == Success })
+}
