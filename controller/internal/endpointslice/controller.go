@@ -110,12 +110,7 @@ func New(cfg Config) *Controller {
 	c.loop = reconcile.New("endpointslice", cfg.Clock)
 	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
 	c.loop.Synced = []func() bool{cfg.Services.HasSynced, cfg.Pods.HasSynced, cfg.Nodes.HasSynced, cfg.Slices.HasSynced}
-	if cfg.Workers > 0 {
-		c.loop.Workers = cfg.Workers
-	}
-	if cfg.Resync > 0 {
-		c.loop.Resync = cfg.Resync
-	}
+	c.loop.Tune(cfg.Workers, cfg.Resync)
 	cfg.Services.AddEventHandler(backends.ServiceHandler(c.loop.Add))
 	cfg.Pods.AddEventHandler(backends.Services{Lister: c.services}.PodHandler(c.loop.Add))
 	sliceChanged := func(obj runtime.Object) {

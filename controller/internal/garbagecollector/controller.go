@@ -83,12 +83,7 @@ func New(cfg Config) *Controller {
 	c.loop = reconcile.New("garbagecollector", cfg.Clock)
 	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
 	c.loop.Workers = 5
-	if cfg.Workers > 0 {
-		c.loop.Workers = cfg.Workers
-	}
-	if cfg.Resync > 0 {
-		c.loop.Resync = cfg.Resync
-	}
+	c.loop.Tune(cfg.Workers, cfg.Resync)
 	for plural, inf := range cfg.Informers {
 		res, err := scheme.Lookup(plural)
 		if err != nil {

@@ -83,12 +83,7 @@ func New(cfg Config) *Controller {
 	c.loop = reconcile.New("job", cfg.Clock)
 	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
 	c.loop.Synced = []func() bool{cfg.Jobs.HasSynced, cfg.Pods.HasSynced}
-	if cfg.Workers > 0 {
-		c.loop.Workers = cfg.Workers
-	}
-	if cfg.Resync > 0 {
-		c.loop.Resync = cfg.Resync
-	}
+	c.loop.Tune(cfg.Workers, cfg.Resync)
 	cfg.Jobs.AddEventHandler(informer.HandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(_, obj runtime.Object) {

@@ -48,6 +48,17 @@ func New(name string, clk clock.Clock) *Loop {
 	return &Loop{Name: name, Workers: 2, Resync: time.Minute, Queue: NewQueue(name, clk), clock: clk, metrics: SyncMetrics(name)}
 }
 
+// Tune sets Workers and Resync to the values a controller was configured with; zero keeps
+// the default.
+func (l *Loop) Tune(workers int, resync time.Duration) {
+	if workers > 0 {
+		l.Workers = workers
+	}
+	if resync > 0 {
+		l.Resync = resync
+	}
+}
+
 // Add queues key.
 func (l *Loop) Add(key string) { l.Queue.Add(key) }
 
