@@ -289,11 +289,25 @@ func function(f *serverlessv1.Function) {
 	if s.MaxReplicas == nil {
 		s.MaxReplicas = ptr(int32(10))
 	}
-	if s.TargetRequestsPerSecond == nil {
-		s.TargetRequestsPerSecond = ptr(int32(10))
+	if s.TargetConcurrency == nil {
+		s.TargetConcurrency = ptr(int32(10))
+	}
+	if s.MaxQueue == nil {
+		s.MaxQueue = ptr(int32(100))
+	}
+	if s.StableWindowSeconds == nil {
+		s.StableWindowSeconds = ptr(int32(60))
 	}
 	if s.IdleSeconds == nil {
 		s.IdleSeconds = ptr(int32(60))
+	}
+	if f.Spec.TimeoutSeconds == nil {
+		f.Spec.TimeoutSeconds = ptr(int32(30))
+	}
+	for i := range f.Spec.Schedules {
+		if f.Spec.Schedules[i].Input == "" {
+			f.Spec.Schedules[i].Input = "{}"
+		}
 	}
 }
 

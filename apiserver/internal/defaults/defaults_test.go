@@ -268,10 +268,10 @@ func TestFunction(t *testing.T) {
 		{"all defaults",
 			&serverlessv1.Function{Spec: serverlessv1.FunctionSpec{Handler: "main.handle"}},
 			&serverlessv1.Function{Spec: serverlessv1.FunctionSpec{Handler: "main.handle", Runtime: "python3", Scale: serverlessv1.FunctionScale{
-				MinReplicas: ptr(int32(0)), MaxReplicas: ptr(int32(10)), TargetRequestsPerSecond: ptr(int32(10)), IdleSeconds: ptr(int32(60))}}}},
+				MinReplicas: ptr(int32(0)), MaxReplicas: ptr(int32(10)), TargetConcurrency: ptr(int32(10)), MaxQueue: ptr(int32(100)), StableWindowSeconds: ptr(int32(60)), IdleSeconds: ptr(int32(60))}, TimeoutSeconds: ptr(int32(30))}}},
 		{"user scale kept",
 			&serverlessv1.Function{Spec: serverlessv1.FunctionSpec{Scale: serverlessv1.FunctionScale{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(3))}}},
 			&serverlessv1.Function{Spec: serverlessv1.FunctionSpec{Runtime: "python3", Scale: serverlessv1.FunctionScale{
-				MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(3)), TargetRequestsPerSecond: ptr(int32(10)), IdleSeconds: ptr(int32(60))}}}},
+				MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(3)), TargetConcurrency: ptr(int32(10)), MaxQueue: ptr(int32(100)), StableWindowSeconds: ptr(int32(60)), IdleSeconds: ptr(int32(60))}, TimeoutSeconds: ptr(int32(30))}}},
 	})
 }

@@ -1,10 +1,12 @@
 package validation
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
 
+	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,7 +30,9 @@ func validateFunction(f *serverlessv1.Function) field.ErrorList {
 		allErrs = append(allErrs, field.NotSupported(sp.Child("runtime"), spec.Runtime, runtimes))
 	}
 	srcPath := sp.Child("source")
-	if len(spec.Source) == 0 {
+	if spec.SourcePath != "" {
+		allErrs = append(allErrs, field.Forbidden(sp.Child("sourcePath"), "local files are packed into spec.source by minik8s's kubectl (bin/kubectl apply -f); other clients send spec.source inline"))
+	} else if len(spec.Source) == 0 {
 		allErrs = append(allErrs, field.Required(srcPath, "must contain the handler's module"))
 	}
 	size := len(spec.Requirements)
@@ -58,8 +62,43 @@ func validateFunction(f *serverlessv1.Function) field.ErrorList {
 		}
 	}
 	allErrs = append(allErrs, validateFunctionScale(&spec.Scale, sp.Child("scale"))...)
+	if t := spec.TimeoutSeconds; t != nil && (*t <= 0 || *t > maxFunctionTimeout) {
+		allErrs = append(allErrs, field.Invalid(sp.Child("timeoutSeconds"), *t, fmt.Sprintf("must be between 1 and %d", maxFunctionTimeout)))
+	}
+	allErrs = append(allErrs, validateResources(&spec.Resources, sp.Child("resources"))...)
+	for i, e := range spec.Env {
+		if e.Name == "" {
+			allErrs = append(allErrs, field.Required(sp.Child("env").Index(i).Child("name"), ""))
+		}
+		if e.ValueFrom != nil {
+			allErrs = append(allErrs, field.Forbidden(sp.Child("env").Index(i).Child("valueFrom"), "functions take literal values only"))
+		}
+	}
+	names := sets.New[string]()
+	for i, sc := range spec.Schedules {
+		p := sp.Child("schedules").Index(i)
+		allErrs = append(allErrs, nameErrs(p.Child("name"), sc.Name, validation.IsDNS1123Label)...)
+		if names.Has(sc.Name) {
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), sc.Name))
+		}
+		names.Insert(sc.Name)
+		if sc.Schedule == "" {
+			allErrs = append(allErrs, field.Required(p.Child("schedule"), `a cron expression such as "*/5 * * * *" or "@every 30s"`))
+		} else if _, err := cronParser.Parse(sc.Schedule); err != nil {
+			allErrs = append(allErrs, field.Invalid(p.Child("schedule"), sc.Schedule, err.Error()))
+		}
+		if sc.Input != "" && !json.Valid([]byte(sc.Input)) {
+			allErrs = append(allErrs, field.Invalid(p.Child("input"), sc.Input, "must be JSON"))
+		}
+	}
 	return allErrs
 }
+
+// maxFunctionTimeout bounds one call of a function (15 minutes, as AWS Lambda).
+const maxFunctionTimeout = 900
+
+// cronParser reads schedules as the serverless component does: five fields or a descriptor.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // splitHandler splits "pkg.module.func" into the module path and the function name.
 func splitHandler(h string) (module, fn string, ok bool) {
@@ -111,7 +150,13 @@ func validateFunctionScale(s *serverlessv1.FunctionScale, fldPath *field.Path) f
 	if s.MinReplicas != nil && s.MaxReplicas != nil && *s.MaxReplicas < *s.MinReplicas {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxReplicas"), *s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
 	}
+	allErrs = append(allErrs, positive(fldPath.Child("targetConcurrency"), s.TargetConcurrency)...)
 	allErrs = append(allErrs, positive(fldPath.Child("targetRequestsPerSecond"), s.TargetRequestsPerSecond)...)
+	allErrs = append(allErrs, nonNegative(fldPath.Child("containerConcurrency"), s.ContainerConcurrency)...)
+	allErrs = append(allErrs, nonNegative(fldPath.Child("maxQueue"), s.MaxQueue)...)
+	if w := s.StableWindowSeconds; w != nil && (*w < 6 || *w > 3600) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("stableWindowSeconds"), *w, "must be between 6 and 3600"))
+	}
 	allErrs = append(allErrs, nonNegative(fldPath.Child("idleSeconds"), s.IdleSeconds)...)
 	return allErrs
 }

@@ -26,6 +26,18 @@ func TestFunction(t *testing.T) {
 		}, want: []problem{inv("spec.scale.maxReplicas")}},
 		{name: "target rate", mutate: func(f *serverlessv1.Function) { f.Spec.Scale.TargetRequestsPerSecond = ptr(int32(0)) },
 			want: []problem{inv("spec.scale.targetRequestsPerSecond")}},
+		{name: "target concurrency", mutate: func(f *serverlessv1.Function) { f.Spec.Scale.TargetConcurrency = ptr(int32(0)) },
+			want: []problem{inv("spec.scale.targetConcurrency")}},
+		{name: "stable window", mutate: func(f *serverlessv1.Function) { f.Spec.Scale.StableWindowSeconds = ptr(int32(2)) },
+			want: []problem{inv("spec.scale.stableWindowSeconds")}},
+		{name: "timeout", mutate: func(f *serverlessv1.Function) { f.Spec.TimeoutSeconds = ptr(int32(0)) }, want: []problem{inv("spec.timeoutSeconds")}},
+		{name: "local path never stored", mutate: func(f *serverlessv1.Function) { f.Spec.SourcePath = "./fn" }, want: []problem{forb("spec.sourcePath")}},
+		{name: "schedules", mutate: func(f *serverlessv1.Function) {
+			f.Spec.Schedules = []serverlessv1.FunctionSchedule{{Name: "tick", Schedule: "@every 30s", Input: `{"n": 1}`}, {Name: "nightly", Schedule: "0 3 * * *"}}
+		}},
+		{name: "bad schedule", mutate: func(f *serverlessv1.Function) {
+			f.Spec.Schedules = []serverlessv1.FunctionSchedule{{Name: "tick", Schedule: "every minute", Input: "{"}, {Name: "tick", Schedule: "* * * * *"}}
+		}, want: []problem{inv("spec.schedules[0].schedule"), inv("spec.schedules[0].input"), dup("spec.schedules[1].name")}},
 	})
 }
 

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -28,19 +29,61 @@ func copyConditions(in []metav1.Condition) []metav1.Condition {
 func (f *Function) DeepCopyInto(out *Function) {
 	*out = *f
 	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	if f.Spec.Source != nil {
-		out.Spec.Source = make(map[string]string, len(f.Spec.Source))
-		for k, v := range f.Spec.Source {
-			out.Spec.Source[k] = v
+	f.Spec.DeepCopyInto(&out.Spec)
+	f.Status.DeepCopyInto(&out.Status)
+}
+
+// DeepCopyInto copies s into out.
+func (s *FunctionSpec) DeepCopyInto(out *FunctionSpec) {
+	*out = *s
+	if s.Source != nil {
+		out.Source = make(map[string]string, len(s.Source))
+		for k, v := range s.Source {
+			out.Source[k] = v
 		}
 	}
-	out.Spec.Scale = FunctionScale{
-		MinReplicas:             copyInt32(f.Spec.Scale.MinReplicas),
-		MaxReplicas:             copyInt32(f.Spec.Scale.MaxReplicas),
-		TargetRequestsPerSecond: copyInt32(f.Spec.Scale.TargetRequestsPerSecond),
-		IdleSeconds:             copyInt32(f.Spec.Scale.IdleSeconds),
+	sc := &s.Scale
+	out.Scale = FunctionScale{
+		MinReplicas:             copyInt32(sc.MinReplicas),
+		MaxReplicas:             copyInt32(sc.MaxReplicas),
+		TargetConcurrency:       copyInt32(sc.TargetConcurrency),
+		TargetRequestsPerSecond: copyInt32(sc.TargetRequestsPerSecond),
+		ContainerConcurrency:    copyInt32(sc.ContainerConcurrency),
+		MaxQueue:                copyInt32(sc.MaxQueue),
+		StableWindowSeconds:     copyInt32(sc.StableWindowSeconds),
+		IdleSeconds:             copyInt32(sc.IdleSeconds),
 	}
-	out.Status.Conditions = copyConditions(f.Status.Conditions)
+	out.TimeoutSeconds = copyInt32(s.TimeoutSeconds)
+	s.Resources.DeepCopyInto(&out.Resources)
+	if s.Env != nil {
+		out.Env = make([]corev1.EnvVar, len(s.Env))
+		for i := range s.Env {
+			s.Env[i].DeepCopyInto(&out.Env[i])
+		}
+	}
+	if s.Schedules != nil {
+		out.Schedules = append([]FunctionSchedule(nil), s.Schedules...)
+	}
+}
+
+// DeepCopyInto copies s into out.
+func (s *FunctionStatus) DeepCopyInto(out *FunctionStatus) {
+	*out = *s
+	if s.Build != nil {
+		b := *s.Build
+		b.StartTime = s.Build.StartTime.DeepCopy()
+		b.CompletionTime = s.Build.CompletionTime.DeepCopy()
+		out.Build = &b
+	}
+	out.LastCallTime = s.LastCallTime.DeepCopy()
+	if s.Schedules != nil {
+		out.Schedules = make([]FunctionScheduleStatus, len(s.Schedules))
+		for i, st := range s.Schedules {
+			st.LastScheduleTime = st.LastScheduleTime.DeepCopy()
+			out.Schedules[i] = st
+		}
+	}
+	out.Conditions = copyConditions(s.Conditions)
 }
 
 // DeepCopy returns a deep copy of f.
