@@ -46,11 +46,15 @@ NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
 KUBELET_PORT=${KUBELET_PORT:-10250}
 # The nodes the apiserver makes identities and kubeconfigs for (comma-separated).
 APISERVER_NODES=${APISERVER_NODES:-$NODE_NAME}
+# The serverless gateway (host:port) the apiserver proxies functions' and workflows' invoke to;
+# it runs on the apiserver's host, under make cluster too.
+SERVERLESS_GATEWAY_ADDRESS=${SERVERLESS_GATEWAY_ADDRESS:-127.0.0.1:8090}
 
 apiserver_args() {
   printf '%s\n' --home "$MINIK8S_HOME" --bind-address "$APISERVER_BIND" \
     --secure-port "$APISERVER_PORT" --etcd-servers "$ETCD_SERVERS" --amqp-url "$AMQP_URL" \
-    --nodes "$APISERVER_NODES" --cluster-cidr "$CLUSTER_CIDR"
+    --nodes "$APISERVER_NODES" --cluster-cidr "$CLUSTER_CIDR" \
+    --serverless-gateway-url "http://$SERVERLESS_GATEWAY_ADDRESS"
   if [ -z "$ETCD_SERVERS" ]; then
     printf '%s\n' --embedded-etcd-client-url "http://127.0.0.1:$ETCD_CLIENT_PORT" \
       --embedded-etcd-peer-url "http://127.0.0.1:$ETCD_PEER_PORT"

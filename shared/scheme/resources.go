@@ -27,7 +27,8 @@ type Resource struct {
 	Namespaced bool
 	ShortNames []string
 	Categories []string
-	// Subresources served besides the main endpoint: "status", "binding", "scale", "log".
+	// Subresources served besides the main endpoint: "status", "binding", "scale", "log",
+	// "invoke" (a function or workflow called through the serverless gateway).
 	Subresources []string
 	// DeleteCollection is served where Kubernetes serves it.
 	DeleteCollection bool
@@ -108,9 +109,9 @@ var Resources = []*Resource{
 	{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Plural: "leases", Singular: "lease", Namespaced: true,
 		DeleteCollection: true, New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Function"), Plural: "functions", Singular: "function", Namespaced: true, ShortNames: []string{"fn"},
-		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Function{} }, NewList: func() runtime.Object { return &serverlessv1.FunctionList{} }},
+		Subresources: []string{"status", "invoke"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Function{} }, NewList: func() runtime.Object { return &serverlessv1.FunctionList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Workflow"), Plural: "workflows", Singular: "workflow", Namespaced: true, ShortNames: []string{"wf"},
-		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Workflow{} }, NewList: func() runtime.Object { return &serverlessv1.WorkflowList{} }},
+		Subresources: []string{"status", "invoke"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Workflow{} }, NewList: func() runtime.Object { return &serverlessv1.WorkflowList{} }},
 }
 
 // OtherVersions lists the resources served in a further version of a kind of Resources,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -42,6 +43,9 @@ type Config struct {
 	// ClusterCIDR is the pod network, split into one /NodeCIDRMaskSize block per node.
 	ClusterCIDR      netip.Prefix
 	NodeCIDRMaskSize int
+	// ServerlessGatewayURL is the serverless gateway the invoke subresource of functions and
+	// workflows is proxied to; empty answers invoke with 503.
+	ServerlessGatewayURL string
 }
 
 // Validate checks a configuration before anything starts.
@@ -61,7 +65,26 @@ func (c *Config) Validate() error {
 	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
 		return fmt.Errorf("--advertise-address %q is not an IP address", c.AdvertiseAddress)
 	}
+	if _, err := c.gateway(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// gateway is the client of the serverless gateway, or nil when none is configured.
+func (c *Config) gateway() (*server.GatewayClient, error) {
+	if c.ServerlessGatewayURL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(c.ServerlessGatewayURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--serverless-gateway-url %q: want http://host:port", c.ServerlessGatewayURL)
+	}
+	return &server.GatewayClient{URL: u, HTTP: &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: server.DefaultGatewayDialTimeout}).DialContext,
+		TLSHandshakeTimeout: server.DefaultGatewayDialTimeout,
+		MaxIdleConnsPerHost: 64,
+	}}}, nil
 }
 
 func (c *Config) advertise() string {
@@ -125,8 +148,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer publisher.Close()
+	gateway, err := cfg.gateway()
+	if err != nil {
+		return err
+	}
 	srv := server.New(server.Config{
-		Store: store,
+		Gateway: gateway,
+		Store:   store,
 		Authenticator: func(token string) (server.Identity, bool) {
 			id, ok := tokens[token]
 			return server.Identity{User: id.User, UID: id.UID, Groups: id.Groups}, ok

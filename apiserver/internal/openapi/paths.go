@@ -250,6 +250,11 @@ func resourceRoutes(prefix string, r *scheme.Resource, kind, list string) map[st
 				description: "connect GET requests to " + sub + " of " + gvk.Kind, responses: map[int]string{200: ""}}
 			p.post = &op{id: "connect" + gp + "Post" + ns + gvk.Kind + suffix, action: "connect", gvk: ogvk, rawOutput: "*/*",
 				description: "connect POST requests to " + sub + " of " + gvk.Kind, responses: map[int]string{200: ""}}
+		case "invoke":
+			// The body and the answer are the function's or workflow's own JSON, which no
+			// schema describes; the gateway's errors come back as they are.
+			p.post = &op{id: "connect" + gp + "Post" + ns + gvk.Kind + suffix, action: "connect", gvk: gvk, rawOutput: "application/json",
+				description: "invoke the specified " + gvk.Kind + " through the serverless gateway", responses: map[int]string{200: ""}}
 		default:
 			continue
 		}

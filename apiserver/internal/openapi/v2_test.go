@@ -304,6 +304,8 @@ func TestV2ResourcePaths(t *testing.T) {
 					options := map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}[sub]
 					connect := &opSummary{Action: "connect", GVK: "/v1, Kind=" + options, Produces: []string{"*/*"}}
 					want[item+"/"+sub] = map[string]*opSummary{"get": connect, "post": connect}
+				case "invoke":
+					want[item+"/invoke"] = map[string]*opSummary{"post": {Action: "connect", GVK: gvk, Produces: []string{"application/json"}}}
 				default:
 					t.Errorf("subresource %s: no expectation; teach this test and resourceRoutes about it", sub)
 				}

@@ -135,6 +135,8 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 				ar.Kind, ar.Verbs = "PodExecOptions", metav1.Verbs{"create", "get"}
 			case "attach":
 				ar.Kind, ar.Verbs = "PodAttachOptions", metav1.Verbs{"create", "get"}
+			case "invoke":
+				ar.Verbs = metav1.Verbs{"create"}
 			case "portforward":
 				ar.Kind, ar.Verbs = "PodPortForwardOptions", metav1.Verbs{"create", "get"}
 			}

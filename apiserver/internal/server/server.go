@@ -69,6 +69,9 @@ type Config struct {
 	// MetricsResolution is how often kubelets are scraped while resource metrics are asked
 	// for (metricsource's default when zero).
 	MetricsResolution time.Duration
+	// Gateway reaches the serverless gateway for the invoke subresource of functions and
+	// workflows; nil answers invoke with 503.
+	Gateway *GatewayClient
 }
 
 // Server is the HTTP API. Build it with New; serve Handler().
@@ -268,6 +271,14 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 			return
 		}
 		s.podLog(c, t)
+		return
+	case "invoke":
+		verb = "create"
+		if m != http.MethodPost {
+			s.methodNotAllowed(c, m, t)
+			return
+		}
+		s.invoke(c, t)
 		return
 	case "exec", "attach", "portforward":
 		verb = "create"
