@@ -1,0 +1,90 @@
+package function
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/client"
+)
+
+// BuildRequest is one image build: the source of one version of a function.
+type BuildRequest struct {
+	Namespace, Name string
+	Version         int64
+	// Image is the name to tag the result with (ImageName).
+	Image        string
+	Runtime      string
+	Handler      string
+	Source       map[string]string
+	Requirements string
+}
+
+// Builder builds function images (through the Docker API, on the runtime base image).
+type Builder interface {
+	// Build builds req.Image and returns the tail of its output; progress is called with
+	// lines worth showing as they come. An error says why the image could not be built
+	// (a requirement pip could not install, a missing base image), with the log tail.
+	Build(ctx context.Context, req BuildRequest, progress func(line string)) (log string, err error)
+}
+
+// Images puts function images on the nodes and takes them off.
+type Images interface {
+	// Distribute makes sure image is on every node in nodes (it was built on this host).
+	Distribute(ctx context.Context, image string, nodes []string) error
+	// Remove removes image from this host and every node; an image that is not there is no
+	// error, one a container still uses is.
+	Remove(ctx context.Context, image string) error
+	// List returns the function images (ImageRepository:tag) this host holds.
+	List(ctx context.Context) ([]string, error)
+}
+
+// Caller calls a function as the gateway does, for the schedules.
+type Caller interface {
+	Call(ctx context.Context, namespace, name string, body []byte) ([]byte, error)
+}
+
+// Recorder reports Events (shared/record's Recorder and Fake).
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// API writes what the controller owns.
+type API interface {
+	CreateDeployment(ctx context.Context, d *appsv1.Deployment) error
+	UpdateDeployment(ctx context.Context, d *appsv1.Deployment) error
+	// PatchFunctionStatus applies a JSON merge patch to the Function's status subresource.
+	PatchFunctionStatus(ctx context.Context, namespace, name string, patch []byte) error
+}
+
+// ClientAPI is API through the apiserver.
+func ClientAPI(c *client.Client) API {
+	return clientAPI{
+		deployments: client.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](c),
+		functions:   client.MustFor[*serverlessv1.Function, *serverlessv1.FunctionList](c),
+	}
+}
+
+type clientAPI struct {
+	deployments *client.Typed[*appsv1.Deployment, *appsv1.DeploymentList]
+	functions   *client.Typed[*serverlessv1.Function, *serverlessv1.FunctionList]
+}
+
+func (a clientAPI) CreateDeployment(ctx context.Context, d *appsv1.Deployment) error {
+	_, err := a.deployments.Create(ctx, d, metav1.CreateOptions{})
+	return err
+}
+
+func (a clientAPI) UpdateDeployment(ctx context.Context, d *appsv1.Deployment) error {
+	_, err := a.deployments.Update(ctx, d, metav1.UpdateOptions{})
+	return err
+}
+
+func (a clientAPI) PatchFunctionStatus(ctx context.Context, ns, name string, patch []byte) error {
+	_, err := a.functions.Patch(ctx, ns, name, types.MergePatchType, patch, "status")
+	return err
+}

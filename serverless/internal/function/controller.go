@@ -1,0 +1,491 @@
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/metrics"
+	"minik8s.io/shared/workqueue"
+	"minik8s.io/shared/workqueue/clock"
+)
+
+// Config wires a Controller.
+type Config struct {
+	Functions   *informer.Informer
+	Deployments *informer.Informer
+	Nodes       *informer.Informer
+	API         API
+	Builder     Builder
+	Images      Images
+	// Caller calls functions on their schedules; nil: schedules are not run.
+	Caller   Caller
+	Recorder Recorder
+	// Workers reconcile that many functions at once (builds run beside them).
+	Workers int
+	// Resync is how often every function is revisited and images of deleted functions are
+	// looked for.
+	Resync time.Duration
+	// BuildTimeout bounds one build with its distribution to the nodes.
+	BuildTimeout time.Duration
+	Metrics      *metrics.Registry
+	Clock        clock.Clock
+	Logger       *slog.Logger
+}
+
+// Controller reconciles Functions. Build with New, run Start.
+type Controller struct {
+	cfg         Config
+	functions   informer.Lister[*serverlessv1.Function]
+	deployments informer.Lister[*appsv1.Deployment]
+	nodes       informer.Lister[*corev1.Node]
+	queue       *workqueue.Queue[string]
+	sync        *metrics.Controller
+	schedules   *scheduler
+	log         *slog.Logger
+
+	mu sync.Mutex
+	// builds are the builds running in this process, by function key.
+	builds map[string]*build
+	// outcomes are finished builds whose status is not written yet, by function key.
+	outcomes map[string]BuildOutcome
+	// prunedBelow is, by function key, the version below which old images are gone.
+	prunedBelow map[string]int64
+	// finished is, by function key, the last version whose build ended in this process: a
+	// stale cache still showing it Running must not start it again.
+	finished map[string]int64
+
+	scheduleMu    sync.Mutex
+	lastSchedules map[string][]serverlessv1.FunctionScheduleStatus
+}
+
+type build struct {
+	version int64
+	hash    string
+	cancel  context.CancelFunc
+}
+
+// New returns a controller; it registers its handlers and starts nothing until Start.
+func New(cfg Config) *Controller {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = time.Minute
+	}
+	if cfg.BuildTimeout <= 0 {
+		cfg.BuildTimeout = 10 * time.Minute
+	}
+	c := &Controller{
+		cfg:         cfg,
+		functions:   informer.NewLister[*serverlessv1.Function](cfg.Functions.Store()),
+		deployments: informer.NewLister[*appsv1.Deployment](cfg.Deployments.Store()),
+		nodes:       informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
+		queue:       workqueue.New(workqueue.Config[string]{Clock: cfg.Clock, Metrics: cfg.Metrics.Queue("function")}),
+		sync:        cfg.Metrics.Controller("function"),
+		log:         cfg.Logger.With("controller", "function"),
+		builds:      map[string]*build{},
+		outcomes:    map[string]BuildOutcome{},
+		prunedBelow: map[string]int64{},
+		finished:    map[string]int64{},
+
+		lastSchedules: map[string][]serverlessv1.FunctionScheduleStatus{},
+	}
+	c.schedules = newScheduler(cfg.Caller, c.recordScheduleCall, c.log)
+	enqueue := func(obj runtime.Object) {
+		if key, err := informer.KeyOf(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	cfg.Functions.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj runtime.Object) { enqueue(obj) },
+		// The garbage collector removes the Deployment; the sync of a missing function
+		// removes its images and schedules.
+		DeleteFunc: enqueue,
+	})
+	owner := func(obj runtime.Object) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok {
+			return
+		}
+		if ref := metav1.GetControllerOf(d); ref != nil && ref.Kind == "Function" && ref.APIVersion == serverlessv1.SchemeGroupVersion.String() {
+			c.queue.Add(d.Namespace + "/" + ref.Name)
+		}
+	}
+	cfg.Deployments.AddEventHandler(informer.HandlerFuncs{
+		AddFunc: owner, UpdateFunc: func(_, obj runtime.Object) { owner(obj) }, DeleteFunc: owner,
+	})
+	return c
+}
+
+// Start reconciles until ctx ends, then stops the builds and schedules and drains.
+func (c *Controller) Start(ctx context.Context) error {
+	if !informer.WaitForSync(ctx, c.cfg.Functions.HasSynced, c.cfg.Deployments.HasSynced, c.cfg.Nodes.HasSynced) {
+		c.queue.ShutDown()
+		return nil
+	}
+	c.log.Info("started", "workers", c.cfg.Workers, "resync", c.cfg.Resync)
+	c.schedules.start()
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.next(ctx) {
+			}
+		}()
+	}
+	for {
+		c.resync(ctx)
+		t := c.cfg.Clock.NewTimer(c.cfg.Resync)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.queue.ShutDown()
+			wg.Wait()
+			c.schedules.stop()
+			c.mu.Lock()
+			for _, b := range c.builds {
+				b.cancel()
+			}
+			c.mu.Unlock()
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// resync queues every function, and every function that is gone but left images.
+func (c *Controller) resync(ctx context.Context) {
+	fns, _ := c.functions.List(nil)
+	for _, fn := range fns {
+		c.queue.Add(fn.Namespace + "/" + fn.Name)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	images, err := c.cfg.Images.List(lctx)
+	if err != nil {
+		c.log.Warn("listing function images", "err", err)
+		return
+	}
+	for _, img := range images {
+		if ns, name, _, ok := ParseImage(img); ok {
+			if _, err := c.functions.Get(ns, name); errors.Is(err, apierror.ErrNotFound) {
+				c.queue.Add(ns + "/" + name)
+			}
+		}
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	start := c.cfg.Clock.Now()
+	err := c.reconcile(ctx, key)
+	took := c.cfg.Clock.Since(start)
+	var rq requeue
+	switch {
+	case err == nil:
+		c.sync.Observe(took, metrics.ResultSuccess)
+		c.queue.Forget(key)
+	case errors.As(err, &rq):
+		c.sync.Observe(took, metrics.ResultRequeue)
+		c.queue.AddAfter(key, rq.after)
+	default:
+		c.sync.Observe(took, metrics.ResultError)
+		if ctx.Err() == nil {
+			c.log.Warn("sync failed, requeueing", "key", key, "err", err)
+		}
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// requeue asks for another look after a while without counting a failure.
+type requeue struct{ after time.Duration }
+
+func (r requeue) Error() string { return "requeue after " + r.after.String() }
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	ns, name := informer.SplitKey(key)
+	cached, err := c.functions.Get(ns, name)
+	if errors.Is(err, apierror.ErrNotFound) {
+		return c.gone(ctx, key, ns, name)
+	}
+	if err != nil {
+		return err
+	}
+	if cached.DeletionTimestamp != nil {
+		c.schedules.remove(key)
+		return nil
+	}
+	fn := cached.DeepCopy()
+	st := &cached.DeepCopy().Status
+	now := c.cfg.Clock.Now()
+	hash := SourceHash(&fn.Spec)
+
+	// Builds: a finished one first, then a new source, then a build this process lost.
+	c.mu.Lock()
+	out, finished := c.outcomes[key]
+	c.mu.Unlock()
+	if finished {
+		if st.Build == nil || st.Build.Version < out.Version {
+			// The cache has not seen the status that started this build yet.
+			return requeue{200 * time.Millisecond}
+		}
+		if FinishBuild(st, out, now) {
+			if out.Err != nil {
+				c.cfg.Recorder.Eventf(fn, corev1.EventTypeWarning, "BuildFailed", "version %d: %v", out.Version, out.Err)
+			} else {
+				c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildSucceeded", "version %d built as %s and on the nodes", out.Version, out.Image)
+			}
+		}
+	}
+	switch {
+	case hash != st.SourceHash:
+		// Started already when the status saying so was refused as stale.
+		if v := StartBuild(st, hash, now); !c.building(key, v, hash) {
+			c.startBuild(fn, v, hash)
+			c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildStarted", "building version %d (source %s)", v, hash)
+		}
+	case st.Build != nil && st.Build.Phase == BuildRunning && !c.building(key, st.Build.Version, hash) && !c.ended(key, st.Build.Version):
+		c.startBuild(fn, st.Build.Version, hash)
+		c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "BuildStarted", "building version %d again (the last build was interrupted)", st.Build.Version)
+	}
+
+	dep, err := c.deployments.Get(ns, name)
+	if err != nil && !errors.Is(err, apierror.ErrNotFound) {
+		return err
+	}
+	if errors.Is(err, apierror.ErrNotFound) {
+		dep = nil
+	}
+	var depErr error
+	if st.Image != "" {
+		depErr = c.deploy(ctx, fn, st, dep)
+	}
+	Observe(fn, st, dep, now)
+	if patch, changed := StatusPatch(fn.ResourceVersion, &fn.Status, st); changed {
+		if err := c.cfg.API.PatchFunctionStatus(ctx, ns, name, patch); err != nil {
+			if errors.Is(err, apierror.ErrNotFound) {
+				return nil
+			}
+			if errors.Is(err, apierror.ErrConflict) {
+				return requeue{100 * time.Millisecond}
+			}
+			return fmt.Errorf("status of function %s: %w", key, err)
+		}
+	}
+	if finished {
+		c.mu.Lock()
+		if o, ok := c.outcomes[key]; ok && o.Version == out.Version && o.SourceHash == out.SourceHash {
+			delete(c.outcomes, key)
+		}
+		c.mu.Unlock()
+	}
+	c.schedules.set(key, fn.Spec.Schedules)
+	if depErr != nil {
+		return depErr
+	}
+	if dep != nil && ImageVersion(st.Image) == DeployedVersion(dep) && RolledOut(dep) && !c.building(key, 0, "") {
+		c.prune(ctx, key, ns, name, DeployedVersion(dep))
+	}
+	return nil
+}
+
+// deploy creates or updates the function's Deployment to run st.Image.
+func (c *Controller) deploy(ctx context.Context, fn *serverlessv1.Function, st *serverlessv1.FunctionStatus, have *appsv1.Deployment) error {
+	want := Deployment(fn, st.Image, ImageVersion(st.Image), InitialReplicas(fn))
+	if have == nil {
+		err := c.cfg.API.CreateDeployment(ctx, want)
+		if errors.Is(err, apierror.ErrAlreadyExists) {
+			// The cache has not seen our last creation yet: look again once it has.
+			return requeue{time.Second}
+		}
+		if err != nil {
+			return fmt.Errorf("create deployment %s/%s: %w", fn.Namespace, fn.Name, err)
+		}
+		c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "Deployed", "created deployment %s with version %d", fn.Name, ImageVersion(st.Image))
+		return nil
+	}
+	if ref := metav1.GetControllerOf(have); ref == nil || ref.UID != fn.UID {
+		c.cfg.Recorder.Eventf(fn, corev1.EventTypeWarning, "DeploymentConflict", "deployment %s exists and is not this function's", fn.Name)
+		return fmt.Errorf("deployment %s/%s is not owned by the function", fn.Namespace, fn.Name)
+	}
+	upd, ok := NeedsUpdate(have, want)
+	if !ok {
+		return nil
+	}
+	if err := c.cfg.API.UpdateDeployment(ctx, upd); err != nil {
+		if errors.Is(err, apierror.ErrConflict) {
+			return requeue{100 * time.Millisecond}
+		}
+		return fmt.Errorf("update deployment %s/%s: %w", fn.Namespace, fn.Name, err)
+	}
+	if DeployedVersion(have) != ImageVersion(st.Image) {
+		c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "RollingOut", "deployment %s rolls out version %d", fn.Name, ImageVersion(st.Image))
+	}
+	return nil
+}
+
+// building reports whether this process builds key's version from hash (any build with
+// version 0).
+func (c *Controller) building(key string, version int64, hash string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.builds[key]
+	return b != nil && (version == 0 || (b.version == version && b.hash == hash))
+}
+
+// ended reports whether the build of key's version ended in this process.
+func (c *Controller) ended(key string, version int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.finished[key] >= version
+}
+
+// startBuild builds and distributes one version in the background, replacing any build of
+// the same function; its outcome queues the function.
+func (c *Controller) startBuild(fn *serverlessv1.Function, version int64, hash string) {
+	key := fn.Namespace + "/" + fn.Name
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BuildTimeout)
+	b := &build{version: version, hash: hash, cancel: cancel}
+	c.mu.Lock()
+	if old := c.builds[key]; old != nil {
+		old.cancel()
+	}
+	c.builds[key] = b
+	c.mu.Unlock()
+	runtime := fn.Spec.Runtime
+	if runtime == "" {
+		runtime = DefaultRuntime
+	}
+	req := BuildRequest{Namespace: fn.Namespace, Name: fn.Name, Version: version, Image: ImageName(fn.Namespace, fn.Name, version),
+		Runtime: runtime, Handler: fn.Spec.Handler, Source: fn.Spec.Source, Requirements: fn.Spec.Requirements}
+	ref := fn.DeepCopy()
+	go func() {
+		defer cancel()
+		start := c.cfg.Clock.Now()
+		log, err := c.cfg.Builder.Build(ctx, req, func(line string) {
+			c.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, "Building", "version %d: %s", version, line)
+		})
+		if err == nil {
+			nodes := c.readyNodes()
+			if err = c.cfg.Images.Distribute(ctx, req.Image, nodes); err != nil {
+				err = fmt.Errorf("put %s on the nodes: %w", req.Image, err)
+			}
+		}
+		c.log.Info("build finished", "key", key, "version", version, "took", c.cfg.Clock.Since(start), "err", err)
+		c.mu.Lock()
+		if c.builds[key] == b {
+			delete(c.builds, key)
+		}
+		c.finished[key] = max(c.finished[key], version)
+		if ctx.Err() == nil || err == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// A build replaced by a newer one (canceled) has nothing to say.
+			c.outcomes[key] = BuildOutcome{Version: version, SourceHash: hash, Image: req.Image, Log: log, Err: err}
+		}
+		c.mu.Unlock()
+		c.queue.Add(key)
+	}()
+}
+
+// readyNodes are the nodes pods may run on: every node not marked unschedulable.
+func (c *Controller) readyNodes() []string {
+	nodes, _ := c.nodes.List(nil)
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if !n.Spec.Unschedulable {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// gone cleans up after a deleted function: its build, schedules and images.
+func (c *Controller) gone(ctx context.Context, key, ns, name string) error {
+	c.schedules.remove(key)
+	c.mu.Lock()
+	if b := c.builds[key]; b != nil {
+		b.cancel()
+		delete(c.builds, key)
+	}
+	delete(c.outcomes, key)
+	delete(c.prunedBelow, key)
+	delete(c.finished, key)
+	c.mu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	images, err := c.cfg.Images.List(lctx)
+	if err != nil {
+		return fmt.Errorf("list images of %s: %w", key, err)
+	}
+	var errs []error
+	for _, img := range images {
+		if ins, iname, _, ok := ParseImage(img); ok && ins == ns && iname == name {
+			if err := c.cfg.Images.Remove(lctx, img); err != nil {
+				// A pod of the function may still be stopping: try again later.
+				errs = append(errs, err)
+				continue
+			}
+			c.log.Info("removed image of deleted function", "key", key, "image", img)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// prune removes the images of versions older than deployed once no pod runs them.
+func (c *Controller) prune(ctx context.Context, key, ns, name string, deployed int64) {
+	c.mu.Lock()
+	from := c.prunedBelow[key]
+	c.mu.Unlock()
+	if from >= deployed {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	images, err := c.cfg.Images.List(lctx)
+	if err != nil {
+		c.log.Warn("listing images to prune", "key", key, "err", err)
+		return
+	}
+	done := true
+	for _, img := range images {
+		ins, iname, v, ok := ParseImage(img)
+		if !ok || ins != ns || iname != name || v >= deployed {
+			continue
+		}
+		if err := c.cfg.Images.Remove(lctx, img); err != nil {
+			c.log.Info("old image still in use, will retry", "key", key, "image", img, "err", err)
+			done = false
+			continue
+		}
+		c.log.Info("removed image of an old version", "key", key, "image", img)
+	}
+	if done {
+		c.mu.Lock()
+		c.prunedBelow[key] = deployed
+		c.mu.Unlock()
+	}
+}
