@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/apierror"
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/workqueue"
