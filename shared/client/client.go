@@ -230,6 +230,22 @@ func (r *Request) URL() *url.URL {
 }
 
 func (r *Request) send(ctx context.Context) (*http.Response, error) {
+	resp, err := r.Raw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return nil, decodeError(resp.StatusCode, data)
+	}
+	return resp, nil
+}
+
+// Raw sends the request without the client's timeout (ctx bounds it) and returns the response
+// whatever its status: for answers proxied from elsewhere, such as a function's invoke, whose
+// errors are not Statuses. The caller closes the body.
+func (r *Request) Raw(ctx context.Context) (*http.Response, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -262,11 +278,6 @@ func (r *Request) send(ctx context.Context) (*http.Response, error) {
 	}
 	if r.c.log.Enabled(ctx, slog.LevelDebug) { // the URL's string is not free, and this is every request
 		r.c.log.Debug("api request", "verb", r.verb, "url", u.String(), "status", resp.StatusCode, "duration", time.Since(start))
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return nil, decodeError(resp.StatusCode, data)
 	}
 	return resp, nil
 }

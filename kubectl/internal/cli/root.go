@@ -95,6 +95,7 @@ func NewRoot(s Streams) *cobra.Command {
 		newExec(o), newAttach(o), newCp(o), newPortForward(o),
 		newTop(o), newAutoscale(o),
 		newRollout(o), newScale(o), newSet(o),
+		newExecute(o),
 	)
 	return root
 }
