@@ -36,11 +36,12 @@ type Builder interface {
 type Images interface {
 	// Distribute makes sure image is on every node in nodes (it was built on this host).
 	Distribute(ctx context.Context, image string, nodes []string) error
-	// Remove removes image from this host and every node; an image that is not there is no
-	// error, one a container still uses is.
-	Remove(ctx context.Context, image string) error
-	// List returns the function images (ImageRepository:tag) this host holds.
-	List(ctx context.Context) ([]string, error)
+	// Remove removes the images of the function namespace/name, but the one of version keep
+	// (0: all of them), from this host and the nodes. Images a container still uses stay and
+	// are listed in inUse, to try again later.
+	Remove(ctx context.Context, namespace, name string, keep int64) (inUse []string, err error)
+	// Functions lists the functions (namespace/name) this host holds images of.
+	Functions(ctx context.Context) ([]string, error)
 }
 
 // Caller calls a function as the gateway does, for the schedules.

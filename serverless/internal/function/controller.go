@@ -181,16 +181,15 @@ func (c *Controller) resync(ctx context.Context) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	images, err := c.cfg.Images.List(lctx)
+	keys, err := c.cfg.Images.Functions(lctx)
 	if err != nil {
 		c.log.Warn("listing function images", "err", err)
 		return
 	}
-	for _, img := range images {
-		if ns, name, _, ok := ParseImage(img); ok {
-			if _, err := c.functions.Get(ns, name); errors.Is(err, apierror.ErrNotFound) {
-				c.queue.Add(ns + "/" + name)
-			}
+	for _, key := range keys {
+		ns, name := informer.SplitKey(key)
+		if _, err := c.functions.Get(ns, name); errors.Is(err, apierror.ErrNotFound) {
+			c.queue.Add(key)
 		}
 	}
 }
@@ -435,24 +434,15 @@ func (c *Controller) gone(ctx context.Context, key, ns, name string) error {
 	delete(c.prunedBelow, key)
 	delete(c.finished, key)
 	c.mu.Unlock()
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	images, err := c.cfg.Images.List(lctx)
+	inUse, err := c.cfg.Images.Remove(ctx, ns, name, 0)
 	if err != nil {
-		return fmt.Errorf("list images of %s: %w", key, err)
+		return fmt.Errorf("remove images of %s: %w", key, err)
 	}
-	var errs []error
-	for _, img := range images {
-		if ins, iname, _, ok := ParseImage(img); ok && ins == ns && iname == name {
-			if err := c.cfg.Images.Remove(lctx, img); err != nil {
-				// A pod of the function may still be stopping: try again later.
-				errs = append(errs, err)
-				continue
-			}
-			c.log.Info("removed image of deleted function", "key", key, "image", img)
-		}
+	if len(inUse) > 0 {
+		// A pod of the function may still be stopping.
+		return requeue{5 * time.Second}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // prune removes the images of versions older than deployed once no pod runs them.
@@ -463,29 +453,16 @@ func (c *Controller) prune(ctx context.Context, key, ns, name string, deployed i
 	if from >= deployed {
 		return
 	}
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	images, err := c.cfg.Images.List(lctx)
+	inUse, err := c.cfg.Images.Remove(ctx, ns, name, deployed)
 	if err != nil {
-		c.log.Warn("listing images to prune", "key", key, "err", err)
+		c.log.Warn("removing images of old versions", "key", key, "err", err)
 		return
 	}
-	done := true
-	for _, img := range images {
-		ins, iname, v, ok := ParseImage(img)
-		if !ok || ins != ns || iname != name || v >= deployed {
-			continue
-		}
-		if err := c.cfg.Images.Remove(lctx, img); err != nil {
-			c.log.Info("old image still in use, will retry", "key", key, "image", img, "err", err)
-			done = false
-			continue
-		}
-		c.log.Info("removed image of an old version", "key", key, "image", img)
+	if len(inUse) > 0 {
+		c.log.Info("images of old versions still in use, will retry", "key", key, "images", inUse)
+		return
 	}
-	if done {
-		c.mu.Lock()
-		c.prunedBelow[key] = deployed
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.prunedBelow[key] = deployed
+	c.mu.Unlock()
 }
