@@ -147,7 +147,9 @@ func Bindings(queue string) ([]string, bool) {
 		}
 		return out, true
 	case queue == QueueServerless:
-		return []string{"functions.#", "workflows.#", "pods.#"}, true
+		// Functions' Deployments (ready pods in status), pods (the gateway's endpoints), nodes
+		// (where function images go).
+		return []string{"functions.#", "workflows.#", "pods.#", "deployments.#", "nodes.#"}, true
 	case strings.HasPrefix(queue, "kubelet.") && len(queue) > len("kubelet."):
 		// Its own pods, and every node: routes to other nodes' pod CIDRs follow Node objects.
 		node := EncodeWord(strings.TrimPrefix(queue, "kubelet."))
