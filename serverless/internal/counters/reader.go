@@ -3,6 +3,7 @@ package counters
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Reader reads windows of buckets for the autoscaler. Seconds old enough that no gateway
@@ -71,9 +72,15 @@ func (r *Reader) Window(ctx context.Context, fn string, from, to int64) ([]Bucke
 	return out, nil
 }
 
-// Forget drops the cache of fn (deleted).
-func (r *Reader) Forget(fn string) {
+// LastCalls returns the last call time of each function in fns that has one.
+func (r *Reader) LastCalls(ctx context.Context, fns []string) (map[string]time.Time, error) {
+	return r.store.LastCalls(ctx, fns)
+}
+
+// Forget drops what is kept about fn (deleted): its cached window and its last call.
+func (r *Reader) Forget(ctx context.Context, fn string) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	delete(r.cache, fn)
+	r.mu.Unlock()
+	return r.store.Forget(ctx, fn)
 }
