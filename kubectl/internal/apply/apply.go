@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/scheme"
 )
 
@@ -48,7 +50,7 @@ func WithLastApplied(desired *unstructured.Unstructured) (*unstructured.Unstruct
 	} else {
 		clean.SetAnnotations(ann)
 	}
-	data, err := json.Marshal(clean.Object)
+	data, err := json.Marshal(recorded(clean).Object)
 	if err != nil {
 		return nil, fmt.Errorf("encode last-applied configuration: %w", err)
 	}
@@ -60,6 +62,26 @@ func WithLastApplied(desired *unstructured.Unstructured) (*unstructured.Unstruct
 	ann[LastAppliedAnnotation] = string(data) + "\n"
 	out.SetAnnotations(ann)
 	return out, nil
+}
+
+// recorded is what the last-applied annotation keeps of obj: obj itself, but a Function's
+// spec.source with each file's SHA-256 in place of its contents. Annotations are bounded at
+// 256 KiB together and a source may be 1 MiB; the next apply only needs the file names from
+// it, to remove the files no longer applied (changes come from comparing with the live object).
+func recorded(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	gvk := obj.GroupVersionKind()
+	src, ok, _ := unstructured.NestedMap(obj.Object, "spec", "source")
+	if gvk.Group != serverlessv1.GroupName || gvk.Kind != "Function" || !ok {
+		return obj
+	}
+	for name, body := range src {
+		if s, isString := body.(string); isString {
+			src[name] = fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(s)))
+		}
+	}
+	out := obj.DeepCopy()
+	_ = unstructured.SetNestedMap(out.Object, src, "spec", "source")
+	return out
 }
 
 // Decide compares desired with live (nil when the object does not exist). Built-in kinds get a

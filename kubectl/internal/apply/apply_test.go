@@ -1,7 +1,10 @@
 package apply
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,3 +183,63 @@ kind: Function
 metadata: {name: f, namespace: default}
 spec: {handler: main.handle, source: {main.py: "v2"}}
 `
+
+// A Function's source is recorded by digest in the annotation: a 1 MiB source fits the 256 KiB
+// of annotations, a changed file is still sent, and a file removed from the manifest is deleted.
+func TestFunctionSourceRecordedByDigest(t *testing.T) {
+	fnWith := func(files string) string {
+		return "apiVersion: serverless.minik8s.io/v1\nkind: Function\nmetadata: {name: f, namespace: default}\nspec: {handler: a.handle, source: {" + files + "}}\n"
+	}
+	big := strings.Repeat("x", 600<<10)
+	created, err := WithLastApplied(obj(t, fnWith(`a.py: "`+big+`"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	la := created.GetAnnotations()[LastAppliedAnnotation]
+	if len(la) > 1024 {
+		t.Fatalf("the annotation is %d bytes", len(la))
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(la), &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a.py": fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(big)))}
+	if diff := cmp.Diff(want, rec["spec"].(map[string]any)["source"]); diff != "" {
+		t.Errorf("recorded source (-want +got):\n%s", diff)
+	}
+	if got, _, _ := unstructured.NestedString(created.Object, "spec", "source", "a.py"); got != big {
+		t.Errorf("the object sent lost its source")
+	}
+
+	tests := []struct {
+		name, from, to string
+		action         Action
+		wantSource     map[string]any
+	}{
+		{name: "unchanged", from: `a.py: "1", b.py: "2"`, to: `a.py: "1", b.py: "2"`, action: Unchanged},
+		{name: "changed file", from: `a.py: "1", b.py: "2"`, to: `a.py: "1", b.py: "3"`, action: Configure, wantSource: map[string]any{"b.py": "3"}},
+		{name: "removed file", from: `a.py: "1", b.py: "2"`, to: `a.py: "1"`, action: Configure, wantSource: map[string]any{"b.py": nil}},
+		{name: "added file", from: `a.py: "1"`, to: `a.py: "1", c.py: "4"`, action: Configure, wantSource: map[string]any{"c.py": "4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Decide(obj(t, fnWith(tt.to)), live(t, fnWith(tt.from), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Action != tt.action {
+				t.Fatalf("action %s (patch %s), want %s", d.Action, d.Patch, tt.action)
+			}
+			if tt.action != Configure {
+				return
+			}
+			var patch map[string]any
+			if err := json.Unmarshal(d.Patch, &patch); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]any{"source": tt.wantSource}, patch["spec"]); diff != "" {
+				t.Errorf("spec patch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

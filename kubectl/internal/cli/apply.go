@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"minik8s.io/kubectl/internal/apply"
+	"minik8s.io/kubectl/internal/fnsource"
 	"minik8s.io/kubectl/internal/manifest"
 	"minik8s.io/kubectl/internal/printer"
 	"minik8s.io/shared/apierror"
@@ -21,6 +22,9 @@ import (
 type fileFlags struct {
 	files     []string
 	recursive bool
+	// packSource packs the local files of Functions' spec.sourcePath into spec.source (apply
+	// and create send them; delete needs only names).
+	packSource bool
 }
 
 func (f *fileFlags) add(cmd *cobra.Command, what string) {
@@ -57,7 +61,7 @@ func (d dryRun) validate() error {
 }
 
 func newApply(o *options) *cobra.Command {
-	var ff fileFlags
+	ff := fileFlags{packSource: true}
 	var dry string
 	cmd := &cobra.Command{
 		Use:   "apply -f FILENAME",
@@ -94,6 +98,9 @@ func (o *options) forEachManifest(ctx context.Context, ff fileFlags, fn func(con
 	failed := false
 	for _, m := range objs {
 		err := o.settle(m)
+		if err == nil && ff.packSource {
+			err = fnsource.Pack(m.Unstructured, m.Source)
+		}
 		if err == nil {
 			res, _ := scheme.ByGVK(m.GroupVersionKind())
 			err = fn(ctx, cl, res, m.Unstructured)
@@ -160,7 +167,7 @@ func (o *options) applyOne(ctx context.Context, cl *client.Client, res *scheme.R
 }
 
 func newCreate(o *options) *cobra.Command {
-	var ff fileFlags
+	ff := fileFlags{packSource: true}
 	var dry string
 	cmd := &cobra.Command{
 		Use:   "create -f FILENAME",
