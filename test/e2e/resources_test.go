@@ -137,7 +137,7 @@ var kindCases = []kindCase{
 	{file: "node.yaml", header: "NAME STATUS ROLES AGE VERSION",
 		patch: `{"spec":{"unschedulable":true}}`,
 		want:  []string{"spec.unschedulable=true", "spec.podCIDR=10.244.9.0/24"}},
-	{file: "function.yaml", header: "NAME RUNTIME READY AGE",
+	{file: "function.yaml", header: "NAME READY VERSION PHASE LAST CALL AGE",
 		patch: `{"spec":{"scale":{"maxReplicas":5}}}`,
 		want:  []string{"spec.scale.maxReplicas=5", "spec.scale.minReplicas=0", "spec.handler=main.handle"}},
 	{file: "workflow.yaml", header: "NAME START STATES AGE",

@@ -351,21 +351,34 @@ func leaseRow(l *coordinationv1.Lease, now time.Time) metav1.TableRow {
 
 var functionColumns = []metav1.TableColumnDefinition{
 	nameColumn,
-	{Name: "Runtime", Type: "string", Description: "Language runtime the function runs on."},
-	{Name: "Ready", Type: "string", Description: "Ready pods of the function over the pods it runs."},
+	{Name: "Ready", Type: "string", Description: "Ready pods of the function over the pods the autoscaler asks for."},
+	{Name: "Version", Type: "string", Description: "Version of the function's source the serverless component deploys (v1, v2, ...)."},
+	{Name: "Phase", Type: "string", Description: "Building, Ready or Failed, as the serverless component reports it."},
+	{Name: "Last Call", Type: "string", Description: "Time since the gateway last took a call of the function."},
 	ageColumn,
-	{Name: "Phase", Type: "string", Priority: 1, Description: "Lifecycle phase reported by the serverless controller."},
+	{Name: "Runtime", Type: "string", Priority: 1, Description: "Language runtime the function runs on."},
 	{Name: "Image", Type: "string", Priority: 1, Description: "Image built for the current version of the function."},
 }
 
 func functionRow(f *serverlessv1.Function, now time.Time) metav1.TableRow {
+	st := &f.Status
 	rt := f.Spec.Runtime
 	if rt == "" {
 		rt = "python3"
 	}
+	version, phase, lastCall := "<none>", st.Phase, "<none>"
+	if st.Version > 0 {
+		version = fmt.Sprintf("v%d", st.Version)
+	}
+	if phase == "" {
+		phase = "Pending"
+	}
+	if st.LastCallTime != nil {
+		lastCall = age(*st.LastCallTime, now)
+	}
 	return metav1.TableRow{Cells: []any{
-		f.Name, rt, fmt.Sprintf("%d/%d", f.Status.ReadyReplicas, f.Status.Replicas), age(f.CreationTimestamp, now),
-		orNone(f.Status.Phase), orNone(f.Status.Image),
+		f.Name, fmt.Sprintf("%d/%d", st.ReadyReplicas, st.DesiredReplicas), version, phase, lastCall,
+		age(f.CreationTimestamp, now), rt, orNone(st.Image),
 	}}
 }
 
