@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -387,7 +388,9 @@ func (c *Controller) startBuild(fn *serverlessv1.Function, version int64, hash s
 		defer cancel()
 		start := c.cfg.Clock.Now()
 		log, err := c.cfg.Builder.Build(ctx, req, func(line string) {
-			c.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, "Building", "version %d: %s", version, line)
+			if line = strings.TrimSpace(line); Milestone(line) {
+				c.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, "Building", "version %d: %s", version, line)
+			}
 		})
 		if err == nil {
 			nodes := c.readyNodes()
@@ -465,4 +468,15 @@ func (c *Controller) prune(ctx context.Context, key, ns, name string, deployed i
 	c.mu.Lock()
 	c.prunedBelow[key] = deployed
 	c.mu.Unlock()
+}
+
+// Milestone reports whether a line of build output is worth an Event: the build's steps and
+// what pip fetches and installs, not Docker's intermediate containers and layer ids.
+func Milestone(line string) bool {
+	for _, p := range []string{"Step ", "Collecting ", "Successfully installed", "ERROR", "Successfully tagged"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
 }
