@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
 // Object describes obj, then its events.
@@ -39,6 +41,8 @@ func ObjectAt(w io.Writer, obj *unstructured.Unstructured, events []corev1.Event
 		err = typed(obj, &corev1.PersistentVolumeClaim{}, p.claim)
 	case "PersistentVolume":
 		err = typed(obj, &corev1.PersistentVolume{}, p.volume)
+	case "Function.serverless.minik8s.io":
+		err = typed(obj, &serverlessv1.Function{}, p.function)
 	default:
 		err = p.generic(obj)
 	}

@@ -50,11 +50,11 @@ status: {phase: Bound}
 `, want: []string{"Name:            pvc-1\n", "Claim:           default/data\n", "Reclaim Policy:  Delete\n", "Access Modes:    RWO,RWX\n",
 			"Capacity:        1Gi\n", "  Type:          HostPath (bare host directory volume)\n", "  Path:          /srv/v/pvc-1\n", "  HostPathType:  Directory\n"}},
 		{name: "generic with no events", obj: `
-apiVersion: serverless.minik8s.io/v1
-kind: Function
-metadata: {name: f, namespace: default}
-spec: {handler: main.handle}
-`, want: []string{"Kind:         Function\n", "Spec:\n  handler: main.handle\n", "Events:  <none>\n"}},
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: n1, namespace: kube-node-lease}
+spec: {holderIdentity: n1}
+`, want: []string{"Kind:         Lease\n", "Spec:\n  holderIdentity: n1\n", "Events:  <none>\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
