@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -205,5 +208,60 @@ func TestInvokeDiscovery(t *testing.T) {
 		if v, ok := found[name]; !ok || len(v) != 1 || v[0] != "create" {
 			t.Errorf("%s: verbs %v (listed %v), want [create]", name, v, ok)
 		}
+	}
+}
+
+// The real kubectl calls invoke with create --raw, printing the answer, and words a refusal as
+// it words any error of the API.
+func TestInvokeRealKubectl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real kubectl")
+	}
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skipf("kubectl is not on PATH: %v", err)
+	}
+	gw := newFakeGateway(t)
+	h := newHarnessWith(t, func(c *Config) { c.Gateway = gw.client(t) })
+	ns := h.namespace()
+	fns := "/apis/serverless.minik8s.io/v1/namespaces/" + ns + "/functions"
+	h.mustDo(http.StatusCreated, "POST", fns, "", functionManifest("add"), nil)
+	h.mustDo(http.StatusCreated, "POST", fns, "", functionManifest("boom"), nil)
+	// kubectl sends its token over TLS only.
+	tls := httptest.NewTLSServer(h.srv.Handler())
+	t.Cleanup(tls.Close)
+	dir := t.TempDir()
+	body := filepath.Join(dir, "body.json")
+	if err := os.WriteFile(body, []byte(`{"a":1,"b":2}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), path, append([]string{"--server", tls.URL, "--insecure-skip-tls-verify", "--token", testToken,
+			"--cache-dir", filepath.Join(dir, "cache")}, args...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "none"), "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := kubectl("create", "--raw", fns+"/add/invoke", "-f", body)
+	if err != nil || strings.TrimSpace(out) != `{"echo":{"a":1,"b":2}}` {
+		t.Fatalf("create --raw: %v\n%s", err, out)
+	}
+	// A handler's error comes back as the gateway wrote it, which is no Status: kubectl fails
+	// with the code's wording and shows the body itself only with -v=8.
+	out, err = kubectl("create", "--raw", fns+"/boom/invoke", "-f", body)
+	if err == nil || !strings.Contains(out, "InternalError") {
+		t.Fatalf("handler error: %v\n%s", err, out)
+	}
+	out, _ = kubectl("create", "--raw", fns+"/boom/invoke", "-f", body, "-v=8")
+	if !strings.Contains(out, "ZeroDivisionError: division by zero") {
+		t.Fatalf("handler error with -v=8:\n%s", out)
+	}
+	out, err = kubectl("create", "--raw", fns+"/missing/invoke", "-f", body)
+	if err == nil || !strings.Contains(out, `functions.serverless.minik8s.io "missing" not found`) {
+		t.Fatalf("unknown function: %v\n%s", err, out)
+	}
+	out, err = kubectl("api-resources", "--api-group", "serverless.minik8s.io", "-o", "name")
+	if err != nil || !strings.Contains(out, "functions.serverless.minik8s.io") {
+		t.Fatalf("api-resources: %v\n%s", err, out)
 	}
 }
