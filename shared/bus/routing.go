@@ -125,7 +125,7 @@ var controllerResources = []string{
 	"replicasets", "deployments", "horizontalpodautoscalers", "jobs",
 	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses",
 	// The garbage collector follows the owner references of every kind but events.
-	"configmaps", "secrets", "serviceaccounts", "functions", "workflows",
+	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",
 }
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false
@@ -149,7 +149,7 @@ func Bindings(queue string) ([]string, bool) {
 	case queue == QueueServerless:
 		// Functions' Deployments (ready pods in status), pods (the gateway's endpoints), nodes
 		// (where function images go).
-		return []string{"functions.#", "workflows.#", "pods.#", "deployments.#", "nodes.#"}, true
+		return []string{"functions.#", "workflows.#", "workflowexecutions.#", "pods.#", "deployments.#", "nodes.#"}, true
 	case strings.HasPrefix(queue, "kubelet.") && len(queue) > len("kubelet."):
 		// Its own pods, and every node: routes to other nodes' pod CIDRs follow Node objects.
 		node := EncodeWord(strings.TrimPrefix(queue, "kubelet."))

@@ -43,6 +43,7 @@ const (
 	StorageClasses           = "storageclasses"
 	Functions                = "functions"
 	Workflows                = "workflows"
+	WorkflowExecutions       = "workflowexecutions"
 )
 
 // Source gives the list and watch of a resource of the scheme: its typed objects, or with

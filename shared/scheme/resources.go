@@ -112,6 +112,8 @@ var Resources = []*Resource{
 		Subresources: []string{"status", "invoke"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Function{} }, NewList: func() runtime.Object { return &serverlessv1.FunctionList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Workflow"), Plural: "workflows", Singular: "workflow", Namespaced: true, ShortNames: []string{"wf"},
 		Subresources: []string{"status", "invoke"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Workflow{} }, NewList: func() runtime.Object { return &serverlessv1.WorkflowList{} }},
+	{GVK: serverlessv1.SchemeGroupVersion.WithKind("WorkflowExecution"), Plural: "workflowexecutions", Singular: "workflowexecution", Namespaced: true, ShortNames: []string{"wfx"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.WorkflowExecution{} }, NewList: func() runtime.Object { return &serverlessv1.WorkflowExecutionList{} }},
 }
 
 // OtherVersions lists the resources served in a further version of a kind of Resources,

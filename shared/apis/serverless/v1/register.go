@@ -14,7 +14,8 @@ var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1"}
 
 // AddToScheme registers the types with a scheme.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &Function{}, &FunctionList{}, &Workflow{}, &WorkflowList{})
+	s.AddKnownTypes(SchemeGroupVersion, &Function{}, &FunctionList{}, &Workflow{}, &WorkflowList{},
+		&WorkflowExecution{}, &WorkflowExecutionList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }
