@@ -158,6 +158,17 @@ func TestKindCells(t *testing.T) {
 		{"workflow", &serverlessv1.Workflow{ObjectMeta: objMeta("flow"),
 			Spec: serverlessv1.WorkflowSpec{StartAt: "a", States: map[string]serverlessv1.State{"a": {}, "b": {}}}},
 			[]any{"flow", "a", int64(2), "3h"}},
+		{"workflow execution running", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x1"),
+			Spec:   serverlessv1.WorkflowExecutionSpec{Workflow: "flow"},
+			Status: serverlessv1.WorkflowExecutionStatus{Phase: "Running", StartTime: ptr(ago(250 * time.Millisecond)), Steps: []serverlessv1.WorkflowStep{{Name: "a"}}}},
+			[]any{"flow-x1", "flow", "Running", "250ms", "3h", int64(1), "<none>"}},
+		{"workflow execution failed", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x2"),
+			Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "flow"},
+			Status: serverlessv1.WorkflowExecutionStatus{Phase: "Failed", StartTime: ptr(ago(time.Minute)), CompletionTime: ptr(ago(50 * time.Second)),
+				Error: "ValueError", Steps: []serverlessv1.WorkflowStep{{Name: "a"}, {Name: "b"}}, StepsOmitted: 3}},
+			[]any{"flow-x2", "flow", "Failed", "10s", "3h", int64(5), "ValueError"}},
+		{"workflow execution pending", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x3"), Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "flow"}},
+			[]any{"flow-x3", "flow", "Pending", "", "3h", int64(0), "<none>"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

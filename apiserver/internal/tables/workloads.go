@@ -43,8 +43,9 @@ var printers = map[schema.GroupKind]printer{
 	{Group: "networking.k8s.io", Kind: "Ingress"}:           {ingressColumns, typed(ingressRow)},
 	{Group: "coordination.k8s.io", Kind: "Lease"}:           {leaseColumns, typed(leaseRow)},
 
-	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "Function"}: {functionColumns, typed(functionRow)},
-	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "Workflow"}: {workflowColumns, typed(workflowRow)},
+	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "Function"}:          {functionColumns, typed(functionRow)},
+	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "Workflow"}:          {workflowColumns, typed(workflowRow)},
+	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "WorkflowExecution"}: {workflowExecutionColumns, typed(workflowExecutionRow)},
 }
 
 var (
@@ -384,11 +385,47 @@ func functionRow(f *serverlessv1.Function, now time.Time) metav1.TableRow {
 
 var workflowColumns = []metav1.TableColumnDefinition{
 	nameColumn,
-	{Name: "Start", Type: "string", Description: "State the workflow starts at."},
-	{Name: "States", Type: "integer", Description: "Number of states in the workflow."},
+	{Name: "Start At", Type: "string", Description: "State the workflow starts at."},
+	{Name: "States", Type: "integer", Description: "Number of top-level states in the workflow."},
 	ageColumn,
 }
 
 func workflowRow(w *serverlessv1.Workflow, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{w.Name, w.Spec.StartAt, int64(len(w.Spec.States)), age(w.CreationTimestamp, now)}}
+}
+
+var workflowExecutionColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Workflow", Type: "string", Description: "Workflow the execution runs."},
+	{Name: "Phase", Type: "string", Description: "Running, Succeeded or Failed."},
+	{Name: "Duration", Type: "string", Description: "Time from the start to the end of the execution, or until now while it runs."},
+	ageColumn,
+	{Name: "Steps", Type: "integer", Priority: 1, Description: "States the execution entered."},
+	{Name: "Error", Type: "string", Priority: 1, Description: "Error a failed execution ended with."},
+}
+
+func workflowExecutionRow(e *serverlessv1.WorkflowExecution, now time.Time) metav1.TableRow {
+	st := &e.Status
+	phase := st.Phase
+	if phase == "" {
+		phase = "Pending"
+	}
+	var took string
+	switch {
+	case st.StartTime == nil:
+	case st.CompletionTime == nil:
+		took = shortDuration(now.Sub(st.StartTime.Time))
+	default:
+		took = shortDuration(st.CompletionTime.Sub(st.StartTime.Time))
+	}
+	return metav1.TableRow{Cells: []any{e.Name, e.Spec.Workflow, phase, took, age(e.CreationTimestamp, now),
+		int64(len(st.Steps)) + int64(st.StepsOmitted), orNone(st.Error)}}
+}
+
+// shortDuration shows durations under a second in milliseconds: most executions take less.
+func shortDuration(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return duration.HumanDuration(d)
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik8s.io/apiserver/internal/defaults"
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/scheme"
 )
 
@@ -38,6 +39,48 @@ func FuzzTypedValidate(f *testing.F) {
 				*tm = metav1.NewMicroTime(metav1.Unix(c.Int63n(1<<32), 0).Time)
 			},
 			func(m *metav1.ManagedFieldsEntry, c fuzz.Continue) {},
+			// Workflow states nest (branches, iterators, and/or/not rules): fuzz one level of
+			// nesting, or the filled object grows without bound.
+			func(b *serverlessv1.Branch, c fuzz.Continue) {
+				c.Fuzz(&b.StartAt)
+				b.States = map[string]serverlessv1.State{}
+				for range c.Intn(3) {
+					var st serverlessv1.State
+					c.FuzzNoCustom(&st.Type)
+					c.Fuzz(&st.Next)
+					c.Fuzz(&st.End)
+					c.Fuzz(&st.Function)
+					c.Fuzz(&st.Choices)
+					b.States[c.RandString()] = st
+				}
+			},
+			func(r *serverlessv1.ChoiceRule, c fuzz.Continue) {
+				leaf := func(r *serverlessv1.ChoiceRule) {
+					c.Fuzz(&r.Variable)
+					c.Fuzz(&r.NumericEquals)
+					c.Fuzz(&r.StringLessThan)
+					c.Fuzz(&r.BooleanEquals)
+					c.Fuzz(&r.IsPresent)
+					c.Fuzz(&r.Next)
+				}
+				leaf(r)
+				for range c.Intn(3) {
+					var sub serverlessv1.ChoiceRule
+					leaf(&sub)
+					r.And = append(r.And, sub)
+				}
+				if c.RandBool() {
+					r.Not = &serverlessv1.ChoiceRule{}
+					leaf(r.Not)
+				}
+			},
+			func(j *serverlessv1.JSON, c fuzz.Continue) {
+				if c.RandBool() {
+					j.Raw = []byte(`{"a.$": "` + c.RandString() + `"}`)
+				} else {
+					j.Raw = []byte(`{"n": 1}`)
+				}
+			},
 		)
 		obj, old := r.New(), r.New()
 		fz.Fuzz(obj)

@@ -40,36 +40,3 @@ func TestFunction(t *testing.T) {
 		}, want: []problem{inv("spec.schedules[0].schedule"), inv("spec.schedules[0].input"), dup("spec.schedules[1].name")}},
 	})
 }
-
-func TestWorkflow(t *testing.T) {
-	set := func(name string, s serverlessv1.State) func(*serverlessv1.Workflow) {
-		return func(w *serverlessv1.Workflow) { w.Spec.States[name] = s }
-	}
-	runCreate(t, newWorkflow, []createCase[*serverlessv1.Workflow]{
-		{name: "valid"},
-		{name: "startAt required", mutate: func(w *serverlessv1.Workflow) { w.Spec.StartAt = "" }, want: []problem{req("spec.startAt")}},
-		{name: "startAt unknown", mutate: func(w *serverlessv1.Workflow) { w.Spec.StartAt = "nope" }, want: []problem{nf("spec.startAt")}},
-		{name: "next unknown", mutate: set("double", serverlessv1.State{Type: serverlessv1.StateTask, Function: "double", Next: "gone"}),
-			want: []problem{nf("spec.states[double].next")}},
-		{name: "choice target unknown", mutate: set("check", serverlessv1.State{Type: serverlessv1.StateChoice,
-			Choices: []serverlessv1.ChoiceRule{{Variable: "$.n", NumericEquals: ptr(1.0), Next: "gone"}}}),
-			want: []problem{nf("spec.states[check].choices[0].next")}},
-		{name: "default unknown", mutate: set("check", serverlessv1.State{Type: serverlessv1.StateChoice,
-			Choices: []serverlessv1.ChoiceRule{{Variable: "$.n", NumericEquals: ptr(1.0), Next: "done"}}, Default: "gone"}),
-			want: []problem{nf("spec.states[check].default")}},
-		{name: "task needs function", mutate: set("double", serverlessv1.State{Type: serverlessv1.StateTask, Next: "check"}),
-			want: []problem{req("spec.states[double].function")}},
-		{name: "task needs next or end", mutate: set("double", serverlessv1.State{Type: serverlessv1.StateTask, Function: "double"}),
-			want: []problem{req("spec.states[double].next")}},
-		{name: "type", mutate: set("done", serverlessv1.State{Type: "Wait"}), want: []problem{nsup("spec.states[done].type")}},
-		{name: "next on terminal", mutate: set("done", serverlessv1.State{Type: serverlessv1.StateSucceed, Next: "double"}),
-			want: []problem{forb("spec.states[done].next")}},
-		{name: "two comparisons", mutate: set("check", serverlessv1.State{Type: serverlessv1.StateChoice,
-			Choices: []serverlessv1.ChoiceRule{{Variable: "$.n", NumericEquals: ptr(1.0), StringEquals: ptr("1"), Next: "done"}}}),
-			want: []problem{inv("spec.states[check].choices[0]")}},
-		{name: "no terminal reachable", mutate: func(w *serverlessv1.Workflow) {
-			w.Spec.States["check"] = serverlessv1.State{Type: serverlessv1.StateChoice,
-				Choices: []serverlessv1.ChoiceRule{{Variable: "$.n", NumericEquals: ptr(1.0), Next: "double"}}}
-		}, want: []problem{inv("spec.states")}},
-	})
-}

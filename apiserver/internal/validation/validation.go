@@ -146,6 +146,8 @@ func rules(obj runtime.Object) (kind, bool) {
 		return typed(dnsLabel, validateFunction, nil), true
 	case *serverlessv1.Workflow:
 		return typed(dnsSubdomain, validateWorkflow, nil), true
+	case *serverlessv1.WorkflowExecution:
+		return typed(dnsSubdomain, validateWorkflowExecution, validateWorkflowExecutionUpdate), true
 	}
 	return kind{}, false
 }
