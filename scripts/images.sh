@@ -3,7 +3,9 @@
 # have no registry). Go workloads from workloads/cmd/<name> become static binaries on FROM
 # scratch; busybox comes from Debian's busybox-static package; debian is a Debian base made with
 # debootstrap from this machine's apt sources (read when it runs) and docker import; nginx is
-# Debian's nginx installed on that base (the Ingress controller's pods). Each image is tagged
+# Debian's nginx installed on that base (the Ingress controller's pods); python-runtime is
+# Debian's python3 with common python3-* packages and the function runtime on that base (the
+# base of every serverless function image). Each image is tagged
 # :VERSION (debian: the Debian release, e.g. :12) and :latest in the Docker engine that `docker`
 # talks to (DOCKER_HOST is honoured).
 #
@@ -19,7 +21,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VERSION=1.0
-IMAGES=(pause echo load fileserver busybox debian nginx)
+IMAGES=(pause echo load fileserver busybox debian nginx python-runtime)
 INPUTS_LABEL=io.minik8s.build.inputs
 
 usage() { die "usage: $0 [--if-missing] [--list] [$(IFS='|'; echo "${IMAGES[*]}")...]"; }
@@ -235,6 +237,19 @@ build_nginx() {
   docker_build nginx "$ctx" "$(hash_inputs "$WORK/nginx.base-id" "$ctx/Dockerfile" "$ctx/nginx.conf")" --build-arg "BASE=$base"
 }
 
+# build_python_runtime installs Debian's python3 and common python3-* packages on the Debian
+# base and adds the function runtime; a new base or runtime rebuilds it.
+build_python_runtime() {
+  local ctx=$WORK/python-runtime base=minik8s/debian:$DEBIAN_TAG base_id
+  present debian || build_debian
+  base_id=$(docker image inspect -f '{{.Id}}' "$base") || die "no base image $base"
+  mkdir -p "$ctx"
+  cp "$ROOT/images/python-runtime/Dockerfile" "$ROOT/images/python-runtime/runtime.py" "$ctx/"
+  printf 'base %s\n' "$base_id" >"$WORK/python-runtime.base-id"
+  docker_build python-runtime "$ctx" \
+    "$(hash_inputs "$WORK/python-runtime.base-id" "$ctx/Dockerfile" "$ctx/runtime.py")" --build-arg "BASE=$base"
+}
+
 todo=() have=()
 for n in "${wanted[@]}"; do
   if [ -n "$if_missing" ] && present "$n"; then have+=("$n"); else todo+=("$n"); fi
@@ -245,6 +260,7 @@ for n in "${todo[@]}"; do
     busybox) build_busybox ;;
     debian) build_debian ;;
     nginx) build_nginx ;;
+    python-runtime) build_python_runtime ;;
     *) build_go "$n" ;;
   esac
 done
