@@ -132,6 +132,9 @@ cluster_apply() {
   APISERVER_BIND=0.0.0.0
   ADVERTISE_ADDRESS=$CLUSTER_HOST_IP
   METRICS_HOST=$CLUSTER_HOST_IP
+  # The serverless gateway reaches pods through the host's routes to the nodes' pod CIDRs
+  # (sync_routes); it listens on the bridge address, beside make up's on 127.0.0.1.
+  SERVERLESS_GATEWAY_ADDRESS=$CLUSTER_HOST_IP:8090
   AMQP_URL=amqp://$AMQP_USER:$AMQP_PASSWORD@$RABBITMQ_HOST:$RABBITMQ_PORT/$AMQP_VHOST
   local h=$RABBITMQ_HOST
   # A broker on this host's loopback is reached from the nodes at the bridge address.

@@ -19,7 +19,8 @@
 # (node-) and <COMPONENT>_EXTRA_ARGS; SCHEDULER_STRATEGY, HOST_KUBEPROXY and the *_EXTRA_ARGS
 # given to a later `up` replace the recorded ones (for what it starts). NODE_NAMES
 # (space-separated) names the nodes instead of NODE_PREFIX1..N; HOST_COMPONENTS (default
-# "scheduler controller-manager kubeproxy") says what starts on this host after the nodes.
+# "scheduler controller-manager kubeproxy serverless") says what starts on this host after the
+# nodes.
 set -euo pipefail
 # shellcheck source=scripts/cluster-lib.sh
 . "$(dirname "$0")/cluster-lib.sh"
@@ -138,14 +139,14 @@ cmd_up() {
   # The nodes join before the scheduler starts, so its first list has them all.
   each_node add "${names[@]}" || die "not every node started; scripts/node.sh list shows them, logs in $NODES_DIR/<node>/logs/"
   local c
-  for c in ${HOST_COMPONENTS-scheduler controller-manager kubeproxy}; do
+  for c in ${HOST_COMPONENTS-scheduler controller-manager kubeproxy serverless}; do
     case $c in
       kubeproxy) start_host_kubeproxy ;;
-      scheduler | controller-manager)
+      scheduler | controller-manager | serverless)
         start_component "$c"
         wait_component "$c"
         ;;
-      *) die "HOST_COMPONENTS: unknown $c (scheduler, controller-manager, kubeproxy)" ;;
+      *) die "HOST_COMPONENTS: unknown $c (scheduler, controller-manager, kubeproxy, serverless)" ;;
     esac
   done
   with_lock sync_routes
@@ -185,6 +186,7 @@ cmd_down() {
   if [ ${#names[@]} -gt 0 ]; then each_node remove "${names[@]}" || failed=1; fi
   stop_component kubeproxy
   remove_host_kubeproxy_state
+  stop_component serverless
   stop_component controller-manager
   stop_component scheduler
   stop_component apiserver

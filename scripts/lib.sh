@@ -15,12 +15,13 @@ BINARIES=(
   "controller-manager=minik8s.io/controller/cmd/controller-manager"
   "scheduler=minik8s.io/scheduler/cmd/scheduler"
   "kubeproxy=minik8s.io/kubeproxy/cmd/kubeproxy"
+  "serverless=minik8s.io/serverless/cmd/serverless"
 )
 
 # Long-running components `make up` starts, in start order (down stops them in reverse).
 # Each needs a function <name>_args printing its flags one per line, and may define
 # <name>_ready (return 0 when serving) for up.sh to wait on.
-COMPONENTS=(apiserver kubelet kubeproxy scheduler controller-manager)
+COMPONENTS=(apiserver kubelet kubeproxy scheduler controller-manager serverless)
 
 APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
 APISERVER_PORT=${APISERVER_PORT:-6443}
@@ -152,6 +153,20 @@ scheduler_args() {
   fi
   extra_args "$SCHEDULER_EXTRA_ARGS"
 }
+
+# The serverless component: function controller, gateway on SERVERLESS_GATEWAY_ADDRESS (which
+# reaches pod IPs from this host), workflow engine; calls are counted in Redis at REDIS_ADDR.
+REDIS_ADDR=${REDIS_ADDR:-127.0.0.1:6379}
+SERVERLESS_EXTRA_ARGS=${SERVERLESS_EXTRA_ARGS:-}
+serverless_args() {
+  printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/serverless.kubeconfig" --amqp-url "$AMQP_URL" \
+    --redis-addr "$REDIS_ADDR" --gateway-address "$SERVERLESS_GATEWAY_ADDRESS" \
+    --metrics-address "${SERVERLESS_METRICS_ADDRESS-$METRICS_HOST:10253}"
+  extra_args "$SERVERLESS_EXTRA_ARGS"
+}
+
+# The gateway answers /healthz once the serverless caches are synced.
+serverless_ready() { curl -fsS --max-time 3 "http://$SERVERLESS_GATEWAY_ADDRESS/healthz" >/dev/null 2>&1; }
 
 # Extra flags for a component, word-split (e.g. CONTROLLER_MANAGER_EXTRA_ARGS="--node-monitor-period 1s").
 SCHEDULER_EXTRA_ARGS=${SCHEDULER_EXTRA_ARGS:-}

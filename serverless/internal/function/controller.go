@@ -308,7 +308,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if depErr != nil {
 		return depErr
 	}
-	if dep != nil && ImageVersion(st.Image) == DeployedVersion(dep) && RolledOut(dep) && !c.building(key, 0, "") {
+	if dep != nil && ImageVersion(st.Image) == DeployedVersion(dep) && RolledOut(dep) && !c.anyBuilding() {
 		c.prune(ctx, key, ns, name, DeployedVersion(dep))
 	}
 	return nil
@@ -356,6 +356,14 @@ func (c *Controller) building(key string, version int64, hash string) bool {
 	defer c.mu.Unlock()
 	b := c.builds[key]
 	return b != nil && (version == 0 || (b.version == version && b.hash == hash))
+}
+
+// anyBuilding reports whether a build runs: removing an image takes its unused parent layers
+// with it, and a build may be reusing them from the cache (every function shares the first).
+func (c *Controller) anyBuilding() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.builds) > 0
 }
 
 // ended reports whether the build of key's version ended in this process.

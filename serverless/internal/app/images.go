@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+
+	"minik8s.io/serverless/internal/build"
+	"minik8s.io/serverless/internal/function"
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+)
+
+// images is the function controller's Builder and Images over the Docker engine of this host.
+type images struct {
+	docker  *client.Client
+	builder *build.Builder
+	log     *slog.Logger
+}
+
+func newImages(cfg Config, log *slog.Logger) (*images, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if cfg.DockerHost != "" {
+		opts = append(opts, client.WithHost(cfg.DockerHost))
+	}
+	dc, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	b := build.New(build.Config{Engine: dc, Base: cfg.RuntimeImage, Timeout: cfg.BuildTimeout, PipArgs: cfg.PipArgs})
+	return &images{docker: dc, builder: b, log: log}, nil
+}
+
+func (i *images) Build(ctx context.Context, req function.BuildRequest, progress func(string)) (string, error) {
+	res, err := i.builder.Build(ctx, build.Source{Namespace: req.Namespace, Name: req.Name, Version: req.Version,
+		Handler: req.Handler, Files: req.Source, Requirements: req.Requirements}, progress)
+	return res.Log, err
+}
+
+// Distribute: make up's node is this host, where the image was built.
+func (i *images) Distribute(ctx context.Context, image string, nodes []string) error { return nil }
+
+func (i *images) Remove(ctx context.Context, namespace, name string, keep int64) ([]string, error) {
+	_, inUse, err := i.builder.Remove(ctx, namespace, name, keep)
+	return inUse, err
+}
+
+func (i *images) Functions(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	list, err := i.docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", build.LabelNamespace))})
+	if err != nil {
+		return nil, fmt.Errorf("list function images: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, img := range list {
+		ns, name := img.Labels[build.LabelNamespace], img.Labels[serverlessv1.LabelFunction]
+		if ns == "" || name == "" || strings.Contains(ns, "/") {
+			continue
+		}
+		if k := ns + "/" + name; !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
