@@ -1,0 +1,48 @@
+package workflow
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+)
+
+func TestComponentRunsExecutionsCreatedThroughTheAPI(t *testing.T) {
+	api := newFakeAPI(t)
+	c := New(Config{API: api, Invoker: arithmetic()})
+	mine := &serverlessv1.WorkflowExecution{ObjectMeta: metav1.ObjectMeta{Name: "by-kubectl", Namespace: "ns1"},
+		Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "pipe", Input: serverlessv1.NewJSON([]byte(`{"n":1}`))}}
+	gone := &serverlessv1.WorkflowExecution{ObjectMeta: metav1.ObjectMeta{Name: "no-workflow", Namespace: "ns1"},
+		Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "nope"}}
+	started := &serverlessv1.WorkflowExecution{ObjectMeta: metav1.ObjectMeta{Name: "by-gateway", Namespace: "ns1",
+		Annotations: map[string]string{AnnotationStartedBy: "gateway"}}, Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "pipe"}}
+	for _, e := range []*serverlessv1.WorkflowExecution{mine, gone, started} {
+		api.executions["ns1/"+e.Name] = e.DeepCopy()
+		c.offer(e)
+		c.offer(e) // a second notice of the same execution
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = c.Start(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for (api.execution("by-kubectl").Status.Phase != serverlessv1.ExecutionSucceeded || api.execution("no-workflow").Status.Phase == "") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if st := api.execution("by-kubectl").Status; st.Phase != serverlessv1.ExecutionSucceeded || st.Output.String() != `{"n":2}` || len(st.Steps) != 3 {
+		t.Errorf("execution created through the API: %+v", st)
+	}
+	if st := api.execution("no-workflow").Status; st.Phase != serverlessv1.ExecutionFailed || st.Error != serverlessv1.ErrorRuntime {
+		t.Errorf("execution of a missing workflow: %+v", st)
+	}
+	if st := api.execution("by-gateway").Status; st.Phase != "" {
+		t.Errorf("an execution the gateway runs was run again: %+v", st)
+	}
+	if api.patches != 3 { // Running and Succeeded, Failed
+		t.Errorf("%d status writes, want 3 (each execution run once)", api.patches)
+	}
+}
