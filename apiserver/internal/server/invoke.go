@@ -27,8 +27,9 @@ type GatewayClient struct {
 // long as the function's timeout plus a cold start, which the gateway bounds (504).
 const DefaultGatewayDialTimeout = 5 * time.Second
 
-// invokeResponseHeaders are the gateway's headers passed back to the caller.
-var invokeResponseHeaders = []string{"Content-Type", serverlessv1.HeaderServedBy}
+// invokeResponseHeaders are the gateway's headers passed back to the caller: the answer's type,
+// the pod that served it, and when to try again after a 429.
+var invokeResponseHeaders = []string{"Content-Type", serverlessv1.HeaderServedBy, "Retry-After"}
 
 // invoke proxies POST functions/<name>/invoke and workflows/<name>/invoke to the gateway's
 // POST /function/<ns>/<name> or /workflow/<ns>/<name>, once the object is known to exist, and

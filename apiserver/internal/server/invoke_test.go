@@ -45,6 +45,10 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set(serverlessv1.HeaderServedBy, "pod-1")
 		switch {
+		case strings.HasSuffix(r.URL.Path, "/busy"):
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":"100 calls wait for busy, the most it queues"}`)
 		case strings.HasSuffix(r.URL.Path, "/boom"):
 			w.WriteHeader(http.StatusBadGateway)
 			_, _ = io.WriteString(w, `{"error":"ZeroDivisionError: division by zero","traceback":"line 3"}`)
@@ -98,6 +102,7 @@ func TestInvokeProxy(t *testing.T) {
 	wfs := "/apis/serverless.minik8s.io/v1/namespaces/" + ns + "/workflows"
 	h.mustDo(http.StatusCreated, "POST", fns, "", functionManifest("add"), nil)
 	h.mustDo(http.StatusCreated, "POST", fns, "", functionManifest("boom"), nil)
+	h.mustDo(http.StatusCreated, "POST", fns, "", functionManifest("busy"), nil)
 	h.mustDo(http.StatusCreated, "POST", wfs, "", workflowManifest("flow"), nil)
 
 	cases := []struct {
@@ -112,6 +117,8 @@ func TestInvokeProxy(t *testing.T) {
 			want: `{"echo":{"n":3}}`, gatewayPath: "/workflow/" + ns + "/flow"},
 		{name: "handler error passes through", path: fns + "/boom/invoke", body: `{}`, code: 502,
 			want: `{"error":"ZeroDivisionError: division by zero","traceback":"line 3"}`, gatewayPath: "/function/" + ns + "/boom"},
+		{name: "saturated", path: fns + "/busy/invoke", body: `{}`, code: 429,
+			want: `{"error":"100 calls wait for busy, the most it queues"}`, gatewayPath: "/function/" + ns + "/busy"},
 		{name: "empty body is the gateway's to judge", path: fns + "/add/invoke", body: ``, code: 200,
 			want: `{"echo":}`, gatewayPath: "/function/" + ns + "/add"},
 	}
@@ -124,6 +131,9 @@ func TestInvokeProxy(t *testing.T) {
 			}
 			if ct, by := resp.Header.Get("Content-Type"), resp.Header.Get(serverlessv1.HeaderServedBy); ct != "application/json" || by != "pod-1" {
 				t.Errorf("headers: Content-Type %q, X-Served-By %q", ct, by)
+			}
+			if ra := resp.Header.Get("Retry-After"); (tc.code == 429) != (ra == "1") {
+				t.Errorf("Retry-After %q", ra)
 			}
 			calls := gw.received()
 			if len(calls) != before+1 {
