@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/kubeletclient"
 	"minik8s.io/shared/scheme"
 )
 
@@ -117,22 +116,14 @@ func (s *Server) kubeletURL(ctx context.Context, node string) (*url.URL, error) 
 	return kubeletURLOf(obj.(*corev1.Node))
 }
 
-// kubeletURLOf is the HTTPS endpoint of a node's kubelet: its first InternalIP (else
-// ExternalIP, else host name) and the port it reports.
+// kubeletURLOf is the HTTPS endpoint of a node's kubelet (kubeletclient.URL), unavailable
+// when the node reports none.
 func kubeletURLOf(n *corev1.Node) (*url.URL, error) {
-	host := ""
-	for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
-		for _, a := range n.Status.Addresses {
-			if a.Type == want && host == "" {
-				host = a.Address
-			}
-		}
+	u, err := kubeletclient.URL(n)
+	if err != nil {
+		return nil, apierror.New(apierror.ErrUnavailable, "%v", err)
 	}
-	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if host == "" || port == 0 {
-		return nil, apierror.New(apierror.ErrUnavailable, "node %s does not report a kubelet address", n.Name)
-	}
-	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port)))}, nil
+	return u, nil
 }
 
 // DefaultKubeletTimeout bounds dialing a kubelet; streams themselves are unbounded.

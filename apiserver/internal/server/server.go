@@ -212,6 +212,10 @@ func (s *Server) resourceRequest(c *gin.Context) {
 		s.resourceMetrics(c, path)
 		return
 	}
+	if gv == authenticationGV && path == "selfsubjectreviews" {
+		s.selfSubjectReview(c)
+		return
+	}
 	if path == "" {
 		s.resourceList(c, gv)
 		return
