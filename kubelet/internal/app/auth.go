@@ -9,31 +9,38 @@ import (
 	"path/filepath"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/kubelet/internal/server"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/pki"
 )
 
-// reviewer checks a bearer token by asking the apiserver to serve a request with it: the
-// kubelet has no token file of its own, and the apiserver is the authority.
-func reviewer(base *client.Config) func(ctx context.Context, token string) (bool, error) {
-	return func(ctx context.Context, token string) (bool, error) {
+// reviewer checks a bearer token by asking the apiserver who it belongs to (a
+// SelfSubjectReview made with the token): the kubelet has no token file of its own, and the
+// apiserver is the authority.
+func reviewer(base *client.Config) server.TokenReviewer {
+	return func(ctx context.Context, token string) (server.Identity, bool, error) {
 		cfg := *base
 		cfg.Token = token
 		c, err := client.New(&cfg)
 		if err != nil {
-			return false, err
+			return server.Identity{}, false, err
 		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		_, err = c.Get().AbsPath("/api").Do(ctx)
+		review := authnv1.SelfSubjectReview{TypeMeta: metav1.TypeMeta{Kind: "SelfSubjectReview", APIVersion: "authentication.k8s.io/v1"}}
+		err = c.Post().AbsPath("/apis/authentication.k8s.io/v1/selfsubjectreviews").Body(&review).Into(ctx, &review)
 		switch {
 		case err == nil:
-			return true, nil
+			u := review.Status.UserInfo
+			return server.Identity{User: u.Username, Groups: u.Groups}, true, nil
 		case errors.Is(err, apierror.ErrUnauthorized):
-			return false, nil
+			return server.Identity{}, false, nil
 		default:
-			return false, err
+			return server.Identity{}, false, err
 		}
 	}
 }

@@ -17,6 +17,8 @@ var (
 	ErrNameInUse = errors.New("container name already in use")
 	// ErrNotRunning means the call needs a running container (Exec, NetNS).
 	ErrNotRunning = errors.New("container not running")
+	// ErrInvalidImage means LoadImage was given something the runtime could not load.
+	ErrInvalidImage = errors.New("invalid image archive")
 )
 
 // State is a container's lifecycle state.
@@ -160,6 +162,9 @@ type Runtime interface {
 	// Remove deletes a stopped container (forcefully if it still runs).
 	Remove(ctx context.Context, id string) error
 	ImagePresent(ctx context.Context, image string) (bool, error)
+	// LoadImage loads the images of a `docker save` archive (no registry needed) and returns
+	// the references it tagged ("name:tag"); ErrInvalidImage when the archive is not one.
+	LoadImage(ctx context.Context, archive io.Reader) ([]string, error)
 	// Pull fetches an image; ErrRegistryUnavailable when no registry answers,
 	// ErrImageNotFound when the registry has no such image.
 	Pull(ctx context.Context, image string) error

@@ -41,8 +41,23 @@ type PodRef struct {
 	Containers map[string]string
 }
 
-// TokenReviewer says whether a bearer token is valid; the kubelet asks the apiserver.
-type TokenReviewer func(ctx context.Context, token string) (bool, error)
+// Identity is who a bearer token belongs to, as the apiserver says.
+type Identity struct {
+	User   string
+	Groups []string
+}
+
+// TokenReviewer says who a bearer token belongs to; ok is false for a token the apiserver
+// refuses. The kubelet asks the apiserver.
+type TokenReviewer func(ctx context.Context, token string) (id Identity, ok bool, err error)
+
+type identityKey struct{}
+
+// identityFrom is the caller auth put in a request's context.
+func identityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}
 
 // Config is what the server needs.
 type Config struct {
@@ -68,7 +83,13 @@ type Server struct {
 	mux     *http.ServeMux
 	streams *streaming.Server
 	mu      sync.Mutex
-	valid   map[string]time.Time // token -> accepted until
+	valid   map[string]accepted // by token
+}
+
+// accepted is a token the apiserver accepted: whose it is, and until when it is trusted.
+type accepted struct {
+	id    Identity
+	until time.Time
 }
 
 // tokenTTL is how long an accepted token is trusted before asking the apiserver again.
@@ -85,7 +106,7 @@ func New(cfg Config) *Server {
 	if cfg.DialNetNS == nil {
 		cfg.DialNetNS = streaming.DialNetNS
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), valid: map[string]time.Time{},
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), valid: map[string]accepted{},
 		streams: streaming.New(streaming.Config{IdleTimeout: cfg.StreamIdleTimeout,
 			CreationTimeout: cfg.StreamCreationTimeout, Logger: cfg.Logger})}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
@@ -97,6 +118,8 @@ func New(cfg Config) *Server {
 		s.mux.Handle(method+" /attach/{namespace}/{pod}/{container}", s.auth(http.HandlerFunc(s.attach)))
 		s.mux.Handle(method+" /portForward/{namespace}/{pod}", s.auth(http.HandlerFunc(s.portForward)))
 	}
+	s.mux.Handle("GET /images/{ref...}", s.auth(http.HandlerFunc(s.imagePresent)))
+	s.mux.Handle("POST /images", s.auth(http.HandlerFunc(s.loadImage)))
 	if cfg.Registry != nil {
 		s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 	}
@@ -119,10 +142,10 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		}
 		now := s.cfg.Now()
 		s.mu.Lock()
-		until, known := s.valid[token]
+		acc, known := s.valid[token]
 		s.mu.Unlock()
-		if !known || now.After(until) {
-			ok, err := s.cfg.Review(r.Context(), token)
+		if !known || now.After(acc.until) {
+			id, ok, err := s.cfg.Review(r.Context(), token)
 			if err != nil {
 				http.Error(w, "cannot verify the token with the apiserver: "+err.Error(), http.StatusServiceUnavailable)
 				return
@@ -131,10 +154,12 @@ func (s *Server) auth(next http.Handler) http.Handler {
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 				return
 			}
+			acc = accepted{id: id, until: now.Add(tokenTTL)}
 			s.mu.Lock()
-			s.valid[token] = now.Add(tokenTTL)
+			s.valid[token] = acc
 			s.mu.Unlock()
 		}
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, acc.id))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -43,6 +43,14 @@ func (c containers) PodContainers(context.Context) ([]PodRef, error) {
 	return []PodRef{{Namespace: "default", Name: "web", UID: "u1", Containers: map[string]string{"app": c.current}}}, nil
 }
 
+// tokens are the identities setup's server accepts: "good" is any user, "serverless" and
+// "admin" may load images.
+var tokens = map[string]Identity{
+	"good":       {User: "alice", Groups: []string{"system:authenticated"}},
+	"serverless": {User: "system:serverless", Groups: []string{"system:authenticated"}},
+	"admin":      {User: "admin", Groups: []string{"system:masters", "system:authenticated"}},
+}
+
 func setup(t *testing.T) (*httptest.Server, *fake.Runtime, string, *atomic.Int32) {
 	t.Helper()
 	rt := fake.New(clock.Real{})
@@ -65,9 +73,9 @@ func setup(t *testing.T) (*httptest.Server, *fake.Runtime, string, *atomic.Int32
 	}
 	reviews := &atomic.Int32{}
 	s := New(Config{Node: "n1", Runtime: rt, Containers: containers{current: id},
-		Review: func(_ context.Context, token string) (bool, error) {
+		Review: func(_ context.Context, token string) (Identity, bool, error) {
 			reviews.Add(1)
-			return token == "good", nil
+			return tokens[token], tokens[token].User != "", nil
 		}})
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
@@ -179,7 +187,7 @@ func TestMetricsExportContainerUsage(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	s := New(Config{Node: "n1", Runtime: rt, Containers: containers{current: id}, Registry: reg,
-		Review: func(context.Context, string) (bool, error) { return true, nil }})
+		Review: func(context.Context, string) (Identity, bool, error) { return Identity{User: "admin"}, true, nil }})
 	reg.MustRegister(NewUsageCollector(s))
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()

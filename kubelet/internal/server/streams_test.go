@@ -93,7 +93,9 @@ type kubelet struct {
 func serve(t *testing.T, b *backend, options ...func(*Config)) kubelet {
 	t.Helper()
 	cfg := Config{Node: "n1", Runtime: b.rt, Containers: b.pods, DialNetNS: b.dial,
-		Review: func(_ context.Context, token string) (bool, error) { return token == "good", nil }}
+		Review: func(_ context.Context, token string) (Identity, bool, error) {
+			return Identity{User: "u"}, token == "good", nil
+		}}
 	for _, o := range options {
 		o(&cfg)
 	}

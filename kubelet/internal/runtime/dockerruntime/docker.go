@@ -246,6 +246,41 @@ func (r *Runtime) ImagePresent(ctx context.Context, ref string) (bool, error) {
 	return true, nil
 }
 
+// LoadImage implements runtime.Runtime. The daemon answers 200 and reports a bad archive in
+// the message stream, which is read to its end.
+func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader) ([]string, error) {
+	resp, err := r.cli.ImageLoad(ctx, archive, true)
+	if err != nil {
+		if errdefs.IsInvalidParameter(err) {
+			return nil, fmt.Errorf("load image: %w: %v", runtime.ErrInvalidImage, err)
+		}
+		return nil, fmt.Errorf("load image: %w", err)
+	}
+	defer resp.Body.Close()
+	var loaded []string
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var msg struct {
+			Stream string `json:"stream"`
+			Error  string `json:"error"`
+		}
+		if err := dec.Decode(&msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return loaded, nil
+			}
+			return loaded, fmt.Errorf("load image: read answer: %w", err)
+		}
+		if msg.Error != "" {
+			return loaded, fmt.Errorf("load image: %w: %s", runtime.ErrInvalidImage, msg.Error)
+		}
+		for _, line := range strings.Split(msg.Stream, "\n") {
+			if ref, ok := strings.CutPrefix(strings.TrimSpace(line), "Loaded image: "); ok {
+				loaded = append(loaded, ref)
+			}
+		}
+	}
+}
+
 // Pull implements runtime.Runtime. The daemon reports some failures in the HTTP status and
 // others inside the progress stream, so both are classified.
 func (r *Runtime) Pull(ctx context.Context, ref string) error {

@@ -1,9 +1,12 @@
 package fake
 
 import (
+	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -539,6 +542,51 @@ func (r *Runtime) ImagePresent(ctx context.Context, image string) (bool, error) 
 		return false, err
 	}
 	return r.images[normalize(image)], ctx.Err()
+}
+
+// LoadImage implements runtime.Runtime: it reads the archive's manifest.json, as `docker
+// load` does, and adds the images it tags.
+func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader) ([]string, error) {
+	r.mu.Lock()
+	err := r.recordLocked("LoadImage", "", nil)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var manifest []struct{ RepoTags []string }
+	found := false
+	tr := tar.NewReader(archive)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load image: %w: %v", runtime.ErrInvalidImage, err)
+		}
+		if h.Name == "manifest.json" {
+			if err := json.NewDecoder(tr).Decode(&manifest); err != nil {
+				return nil, fmt.Errorf("load image: %w: manifest.json: %v", runtime.ErrInvalidImage, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("load image: %w: no manifest.json", runtime.ErrInvalidImage)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var loaded []string
+	for _, m := range manifest {
+		for _, ref := range m.RepoTags {
+			r.images[normalize(ref)] = true
+			loaded = append(loaded, ref)
+		}
+	}
+	return loaded, nil
 }
 
 // Pull implements runtime.Runtime.

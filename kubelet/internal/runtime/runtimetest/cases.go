@@ -2,6 +2,7 @@ package runtimetest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -355,6 +356,20 @@ func testImages(t *testing.T, h *harness) {
 	cfg.Image = absent
 	if _, err := h.rt.Create(t.Context(), cfg); !errors.Is(err, runtime.ErrImageNotFound) {
 		t.Errorf("Create from an absent image: %v, want ErrImageNotFound", err)
+	}
+
+	// An archive loads without a registry. The ref is fixed (and the archive the same bytes
+	// each time), so runs against a real engine leave one tiny image, not one per run.
+	const loaded = "minik8s-test/loaded:v1"
+	refs, err := h.rt.LoadImage(t.Context(), bytes.NewReader(ImageArchive(loaded)))
+	if err != nil || !slices.Contains(refs, loaded) {
+		t.Errorf("LoadImage = %v, %v; want %s loaded", refs, err, loaded)
+	}
+	if ok, err := h.rt.ImagePresent(t.Context(), loaded); err != nil || !ok {
+		t.Errorf("ImagePresent(%s) after LoadImage = %v, %v; want true", loaded, ok, err)
+	}
+	if _, err := h.rt.LoadImage(t.Context(), strings.NewReader("not an archive")); !errors.Is(err, runtime.ErrInvalidImage) {
+		t.Errorf("LoadImage of garbage: %v, want ErrInvalidImage", err)
 	}
 }
 
