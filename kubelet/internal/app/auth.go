@@ -39,6 +39,16 @@ func reviewer(base *client.Config) server.TokenReviewer {
 			return server.Identity{User: u.Username, Groups: u.Groups}, true, nil
 		case errors.Is(err, apierror.ErrUnauthorized):
 			return server.Identity{}, false, nil
+		case errors.Is(err, apierror.ErrNotFound):
+			// An apiserver without SelfSubjectReviews (older than this kubelet): the token is
+			// checked, whose it is stays unknown.
+			if _, err := c.Get().AbsPath("/api").Do(ctx); err != nil {
+				if errors.Is(err, apierror.ErrUnauthorized) {
+					return server.Identity{}, false, nil
+				}
+				return server.Identity{}, false, err
+			}
+			return server.Identity{}, true, nil
 		default:
 			return server.Identity{}, false, err
 		}
