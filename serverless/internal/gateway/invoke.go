@@ -219,6 +219,10 @@ func (g *Gateway) forward(ctx context.Context, b *backend, body []byte, timeout 
 		return Result{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// An empty idempotency key (not sent) lets the transport resend the call on a fresh
+	// connection when a kept-alive one turns out closed by the runtime before any answer;
+	// without it such a race would fail the call.
+	req.Header["X-Idempotency-Key"] = []string{}
 	resp, err := g.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
