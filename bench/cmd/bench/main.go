@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"minik8s.io/bench/internal/fnsuite"
 	"minik8s.io/bench/internal/hpasuite"
 	"minik8s.io/bench/internal/netsuite"
 	"minik8s.io/bench/internal/podsuite"
@@ -52,8 +53,9 @@ func main() {
 	ncfg := netsuite.Config{Samples: netsuite.Defaults.Samples, Transfers: netsuite.Defaults.Transfers}
 	dcfg := schedsuite.DeployDefaults
 	hcfg := hpasuite.Defaults
+	fcfg := fnsuite.Defaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down), hpa (needs make up) or all (all but scheduler and hpa)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down), hpa (needs make up), serverless (needs make up) or all (all but scheduler, hpa and serverless)")
 	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
@@ -66,6 +68,11 @@ func main() {
 	fs.IntVar(&dcfg.RealReplicas, "deploy-real-replicas", dcfg.RealReplicas, "real pods per measurement in the deployments suite")
 	fs.IntVar(&hcfg.Rounds, "hpa-rounds", hcfg.Rounds, "load-to-scale measurements of the hpa suite, each on a fresh Deployment")
 	fs.DurationVar(&hcfg.SyncPeriod, "hpa-sync-period", hcfg.SyncPeriod, "the running controller-manager's --horizontal-pod-autoscaler-sync-period, the hpa suite's baseline for the decision")
+	fs.StringVar(&fcfg.Gateway, "gateway", fcfg.Gateway, "the serverless gateway's URL for the serverless suite")
+	fs.IntVar(&fcfg.Calls, "fn-calls", fcfg.Calls, "warm calls each way (gateway and direct, interleaved) in the serverless suite")
+	fs.IntVar(&fcfg.ColdRounds, "fn-cold-rounds", fcfg.ColdRounds, "cold starts measured by the serverless suite")
+	fs.IntVar(&fcfg.Clients, "fn-clients", fcfg.Clients, "concurrent callers in the serverless suite's saturation test")
+	fs.DurationVar(&fcfg.SaturationTime, "fn-saturation-time", fcfg.SaturationTime, "length of each saturation test (gateway, then direct) in the serverless suite")
 	fs.StringVar(&pcfg.Kubelet, "kubelet", "", "prebuilt kubelet binary for the pods suite (default: build one from the workspace)")
 	fs.IntVar(&pcfg.Burst, "burst", pcfg.Burst, "pods created at once in the pods suite")
 	fs.IntVar(&pcfg.Paced, "paced", pcfg.Paced, "pods created at -pod-rate in the pods suite")
@@ -91,8 +98,8 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" && which != "deployments" && which != "hpa" {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa or all\n", which)
+	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" && which != "deployments" && which != "hpa" && which != "serverless" {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa, serverless or all\n", which)
 		os.Exit(2)
 	}
 	if scfg.Rounds < 1 {
@@ -132,13 +139,14 @@ func main() {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hcfg.Kubeconfig = ncfg.Kubeconfig
-	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, hcfg, keep, log); err != nil {
+	fcfg.Kubeconfig = ncfg.Kubeconfig
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, hcfg, fcfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, hcfg hpasuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -206,6 +214,18 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		rep, err := hpasuite.Run(ctx, hcfg, log)
 		if rep != nil && len(rep.Rounds) > 0 {
 			fmt.Println("## HorizontalPodAutoscaler reaction")
+			fmt.Println()
+			rep.Print(os.Stdout)
+			fmt.Println()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if which == "serverless" {
+		rep, err := fnsuite.Run(ctx, fcfg, log)
+		if rep != nil {
+			fmt.Println("## Serverless gateway")
 			fmt.Println()
 			rep.Print(os.Stdout)
 			fmt.Println()
