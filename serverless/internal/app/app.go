@@ -7,10 +7,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"minik8s.io/serverless/internal/autoscaler"
+	"minik8s.io/serverless/internal/counters"
+	"minik8s.io/serverless/internal/counters/redisstore"
 	"minik8s.io/serverless/internal/function"
+	"minik8s.io/serverless/internal/gateway"
+	"minik8s.io/serverless/internal/workflow"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
@@ -44,25 +53,46 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{RelistPeriod: cfg.RelistPeriod,
 		FirstListWait: firstListWait, Logger: log.With("part", "informers"), Metrics: reg.Informers()})
 
-	images, err := newImages(cfg, log)
+	images, err := newImages(cfg, ccfg.Token, log)
 	if err != nil {
 		return err
 	}
 	functions := factory.For(informer.Functions, nil)
+	deployments := factory.For(informer.Deployments, nil)
+
+	// Calls are counted in Redis, under a prefix of this cluster's own (its bus vhost), so the
+	// gateways of one cluster share one view and two clusters on one Redis do not mix.
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	defer rdb.Close()
+	store := redisstore.New(rdb, redisPrefix(cfg.AMQPURL), 0)
+	calls := counters.NewRecorder(store, counters.RecorderConfig{Logger: log.With("part", "counters")})
+	scaleAPI, err := autoscaler.NewClientAPI(cl)
+	if err != nil {
+		return err
+	}
+	scaler := autoscaler.New(autoscaler.Config{
+		Functions: functions, Deployments: deployments, Counts: counters.NewReader(store), API: scaleAPI,
+		Logger: log.With("part", "autoscaler"), Registerer: reg,
+	})
+	// Workflows call functions through the gateway, which serves POST /workflow with them.
+	var gw *gateway.Gateway
+	workflows := workflow.New(workflow.Config{
+		API: workflow.ClientAPI(cl), Executions: factory.For(informer.WorkflowExecutions, nil),
+		Invoker: workflow.InvokerFunc(func(ctx context.Context, namespace, name string, body []byte) ([]byte, error) {
+			return gw.Call(ctx, namespace, name, body)
+		}),
+		Logger: log.With("part", "workflows"),
+	})
+	gw = gateway.New(gateway.Config{
+		Functions: functions, Pods: factory.Pods(), Counter: calls, Activator: scaler, Workflows: workflows.Handler(),
+		Registerer: reg, Healthy: factory.HasSynced, Logger: log.With("part", "gateway"),
+	})
 	controller := function.New(function.Config{
-		Functions: functions, Deployments: factory.For(informer.Deployments, nil), Nodes: factory.Nodes(),
-		API: function.ClientAPI(cl), Builder: images, Images: images, Recorder: recorder,
+		Functions: functions, Deployments: deployments, Nodes: factory.Nodes(),
+		API: function.ClientAPI(cl), Builder: images, Images: images, Caller: gw, Recorder: recorder,
 		Workers: cfg.Workers, Resync: cfg.Resync, BuildTimeout: cfg.BuildTimeout,
 		Metrics: reg, Logger: log.With("part", "functions"),
-	})
-
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !factory.HasSynced() {
-			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
 	})
 
 	bindings, _ := bus.Bindings(bus.QueueServerless)
@@ -77,7 +107,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			OnConnect: func(context.Context) error { factory.RelistAll(); reg.BusConnected(); return nil }})
 	}))
 	g.Add("functions", controller)
-	g.Add("gateway", run.Func(func(ctx context.Context) error { return serveHTTP(ctx, cfg.GatewayAddress, mux, log) }))
+	g.Add("counters", calls)
+	g.Add("autoscaler", scaler)
+	g.Add("gateway", gw)
+	g.Add("workflows", workflows)
+	g.Add("gateway-http", run.Func(func(ctx context.Context) error { return serveHTTP(ctx, cfg.GatewayAddress, gw.Handler(), log) }))
 	if cfg.MetricsAddress != "" {
 		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
 	}
@@ -106,4 +140,15 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 		return err
 	}
 	return nil
+}
+
+// redisPrefix is the Redis key prefix of this cluster's counters: its bus vhost names it.
+func redisPrefix(amqpURL string) string {
+	vhost := "default"
+	if u, err := url.Parse(amqpURL); err == nil {
+		if v := strings.Trim(u.Path, "/"); v != "" {
+			vhost = v
+		}
+	}
+	return "minik8s:serverless:" + vhost + ":"
 }

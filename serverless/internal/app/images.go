@@ -10,20 +10,25 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/serverless/internal/build"
+	"minik8s.io/serverless/internal/distribute"
 	"minik8s.io/serverless/internal/function"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
 // images is the function controller's Builder and Images over the Docker engine of this host.
 type images struct {
-	docker  *client.Client
-	builder *build.Builder
-	log     *slog.Logger
+	docker      *client.Client
+	builder     *build.Builder
+	distributor *distribute.Distributor
+	log         *slog.Logger
 }
 
-func newImages(cfg Config, log *slog.Logger) (*images, error) {
+// newImages builds on this host's engine and sends images to the nodes' kubelets with token,
+// the component's own.
+func newImages(cfg Config, token string, log *slog.Logger) (*images, error) {
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if cfg.DockerHost != "" {
 		opts = append(opts, client.WithHost(cfg.DockerHost))
@@ -33,7 +38,8 @@ func newImages(cfg Config, log *slog.Logger) (*images, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	b := build.New(build.Config{Engine: dc, Base: cfg.RuntimeImage, Timeout: cfg.BuildTimeout, PipArgs: cfg.PipArgs})
-	return &images{docker: dc, builder: b, log: log}, nil
+	d := distribute.New(distribute.Config{Engine: dc, Token: token, Timeout: cfg.BuildTimeout, Logger: log.With("part", "distribute")})
+	return &images{docker: dc, builder: b, distributor: d, log: log}, nil
 }
 
 func (i *images) Build(ctx context.Context, req function.BuildRequest, progress func(string)) (string, error) {
@@ -42,8 +48,15 @@ func (i *images) Build(ctx context.Context, req function.BuildRequest, progress 
 	return res.Log, err
 }
 
-// Distribute: make up's node is this host, where the image was built.
-func (i *images) Distribute(ctx context.Context, image string, nodes []string) error { return nil }
+func (i *images) Distribute(ctx context.Context, image string, nodes []*corev1.Node) error {
+	results, err := i.distributor.Ensure(ctx, image, nodes)
+	for _, r := range results {
+		if r.Sent {
+			i.log.Info("image sent to node", "image", image, "node", r.Node)
+		}
+	}
+	return err
+}
 
 func (i *images) Remove(ctx context.Context, namespace, name string, keep int64) ([]string, error) {
 	_, inUse, err := i.builder.Remove(ctx, namespace, name, keep)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,7 +36,7 @@ type Builder interface {
 // Images puts function images on the nodes and takes them off.
 type Images interface {
 	// Distribute makes sure image is on every node in nodes (it was built on this host).
-	Distribute(ctx context.Context, image string, nodes []string) error
+	Distribute(ctx context.Context, image string, nodes []*corev1.Node) error
 	// Remove removes the images of the function namespace/name, but the one of version keep
 	// (0: all of them), from this host and the nodes. Images a container still uses stay and
 	// are listed in inUse, to try again later.

@@ -422,12 +422,12 @@ func (c *Controller) startBuild(fn *serverlessv1.Function, version int64, hash s
 }
 
 // readyNodes are the nodes pods may run on: every node not marked unschedulable.
-func (c *Controller) readyNodes() []string {
+func (c *Controller) readyNodes() []*corev1.Node {
 	nodes, _ := c.nodes.List(nil)
-	out := make([]string, 0, len(nodes))
+	out := make([]*corev1.Node, 0, len(nodes))
 	for _, n := range nodes {
 		if !n.Spec.Unschedulable {
-			out = append(out, n.Name)
+			out = append(out, n)
 		}
 	}
 	return out
