@@ -415,6 +415,8 @@ func workflowExecutionRow(e *serverlessv1.WorkflowExecution, now time.Time) meta
 	case st.StartTime == nil:
 	case st.CompletionTime == nil:
 		took = shortDuration(now.Sub(st.StartTime.Time))
+	case st.DurationMilliseconds > 0:
+		took = shortDuration(time.Duration(st.DurationMilliseconds) * time.Millisecond)
 	default:
 		took = shortDuration(st.CompletionTime.Sub(st.StartTime.Time))
 	}

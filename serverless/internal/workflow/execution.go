@@ -123,7 +123,7 @@ func (x *Executor) Run(ctx context.Context, wf *serverlessv1.Workflow, e *server
 	}
 	start := x.Interpreter.Clock.Now()
 	x.patch(ctx, log, e, serverlessv1.WorkflowExecutionStatus{
-		Phase: serverlessv1.ExecutionRunning, StartTime: ptr.To(metav1.NewMicroTime(start)), WorkflowGeneration: wf.Generation,
+		Phase: serverlessv1.ExecutionRunning, StartTime: ptr.To(metav1.NewTime(start)), WorkflowGeneration: wf.Generation,
 	})
 	maxSteps := x.MaxSteps
 	if maxSteps <= 0 {
@@ -142,10 +142,11 @@ func (x *Executor) Run(ctx context.Context, wf *serverlessv1.Workflow, e *server
 		}
 	})
 	st := serverlessv1.WorkflowExecutionStatus{
-		Phase: serverlessv1.ExecutionSucceeded, StartTime: ptr.To(metav1.NewMicroTime(start)),
-		CompletionTime: ptr.To(metav1.NewMicroTime(x.Interpreter.Clock.Now())), WorkflowGeneration: wf.Generation,
+		Phase: serverlessv1.ExecutionSucceeded, StartTime: ptr.To(metav1.NewTime(start)),
+		CompletionTime: ptr.To(metav1.NewTime(x.Interpreter.Clock.Now())), WorkflowGeneration: wf.Generation,
 		Steps: steps, StepsOmitted: omitted,
 	}
+	st.DurationMilliseconds = max(x.Interpreter.Clock.Since(start).Milliseconds(), 1)
 	if out.Err != nil {
 		st.Phase, st.Error, st.Cause = serverlessv1.ExecutionFailed, out.Err.Name, out.Err.Cause
 	} else {
@@ -175,7 +176,7 @@ func (x *Executor) patch(ctx context.Context, log *slog.Logger, e *serverlessv1.
 	}
 }
 
-func timePtr(t time.Time) *metav1.MicroTime {
-	m := metav1.NewMicroTime(t)
+func timePtr(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t)
 	return &m
 }

@@ -167,7 +167,7 @@ func (r *run) record(name string, typ serverlessv1.StateType, input any, res res
 		return
 	}
 	step := serverlessv1.WorkflowStep{
-		Name: name, Type: typ, Input: encodeStep(input), StartTime: metav1.NewMicroTime(start),
+		Name: name, Type: typ, Input: encodeStep(input), StartTime: metav1.NewTime(start),
 		DurationMilliseconds: r.in.Clock.Since(start).Milliseconds(),
 	}
 	if res.attempts > 1 {

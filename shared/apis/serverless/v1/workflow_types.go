@@ -236,10 +236,12 @@ const (
 // WorkflowExecutionStatus is how the execution went.
 type WorkflowExecutionStatus struct {
 	// Phase is Running, Succeeded or Failed.
-	Phase string `json:"phase,omitempty"`
-	// StartTime and CompletionTime have microseconds: most executions take less than a second.
-	StartTime      *metav1.MicroTime `json:"startTime,omitempty"`
-	CompletionTime *metav1.MicroTime `json:"completionTime,omitempty"`
+	Phase          string       `json:"phase,omitempty"`
+	StartTime      *metav1.Time `json:"startTime,omitempty"`
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// DurationMilliseconds is how long a finished execution took (the times above are in
+	// seconds; most executions take less than one).
+	DurationMilliseconds int64 `json:"durationMilliseconds,omitempty"`
 	// WorkflowGeneration is the generation of the Workflow's spec that ran.
 	WorkflowGeneration int64 `json:"workflowGeneration,omitempty"`
 	// Output is the final output of a Succeeded execution.
@@ -265,9 +267,9 @@ type WorkflowStep struct {
 	Error string `json:"error,omitempty"`
 	Cause string `json:"cause,omitempty"`
 	// Attempts counts the calls of a retried Task, Parallel or Map (1 without retries).
-	Attempts             int32            `json:"attempts,omitempty"`
-	StartTime            metav1.MicroTime `json:"startTime"`
-	DurationMilliseconds int64            `json:"durationMilliseconds"`
+	Attempts             int32       `json:"attempts,omitempty"`
+	StartTime            metav1.Time `json:"startTime"`
+	DurationMilliseconds int64       `json:"durationMilliseconds"`
 }
 
 // WorkflowExecutionList is a list of WorkflowExecutions.
