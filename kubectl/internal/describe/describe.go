@@ -43,6 +43,10 @@ func ObjectAt(w io.Writer, obj *unstructured.Unstructured, events []corev1.Event
 		err = typed(obj, &corev1.PersistentVolume{}, p.volume)
 	case "Function.serverless.minik8s.io":
 		err = typed(obj, &serverlessv1.Function{}, p.function)
+	case "Workflow.serverless.minik8s.io":
+		err = typed(obj, &serverlessv1.Workflow{}, p.workflow)
+	case "WorkflowExecution.serverless.minik8s.io":
+		err = typed(obj, &serverlessv1.WorkflowExecution{}, p.workflowExecution)
 	default:
 		err = p.generic(obj)
 	}
