@@ -29,7 +29,10 @@ const DefaultGatewayDialTimeout = 5 * time.Second
 
 // invokeResponseHeaders are the gateway's headers passed back to the caller: the answer's type,
 // the pod that served it, and when to try again after a 429.
-var invokeResponseHeaders = []string{"Content-Type", serverlessv1.HeaderServedBy, "Retry-After"}
+var invokeResponseHeaders = []string{"Content-Type", serverlessv1.HeaderServedBy, "Retry-After", workflowExecutionHeader}
+
+// workflowExecutionHeader names the WorkflowExecution of a workflow call (the gateway sets it).
+const workflowExecutionHeader = "X-Workflow-Execution"
 
 // invoke proxies POST functions/<name>/invoke and workflows/<name>/invoke to the gateway's
 // POST /function/<ns>/<name> or /workflow/<ns>/<name>, once the object is known to exist, and
