@@ -17,13 +17,30 @@ const HeaderExecution = "X-Workflow-Execution"
 // maxInput bounds the body of POST /workflow.
 const maxInput = 1 << 20
 
-// FailedBody is the answer to a call whose execution failed.
+// FailedBody is the answer to a call whose execution failed. Its first two fields have the
+// shape of the function runtime's RuntimeError, so clients that show a function's error show
+// a workflow's the same way.
 type FailedBody struct {
-	// Error is the error name (the exception type, a Fail state's error or a States.* name).
+	// Error is "<error name>: <first line of the cause> (execution <name>)".
 	Error string `json:"error"`
+	// Traceback is the rest of the cause (a handler's traceback).
+	Traceback string `json:"traceback,omitempty"`
+	// Name is the error name (the exception type, a Fail state's error or a States.* name),
+	// Cause all of the cause.
+	Name  string `json:"name"`
 	Cause string `json:"cause,omitempty"`
 	// Execution names the WorkflowExecution with the trace.
 	Execution string `json:"execution"`
+}
+
+func failedBody(err *Error, execution string) FailedBody {
+	first, rest, _ := strings.Cut(err.Cause, "\n")
+	msg := err.Name
+	if first != "" {
+		msg += ": " + first
+	}
+	return FailedBody{Error: fmt.Sprintf("%s (execution %s)", msg, execution), Traceback: rest,
+		Name: err.Name, Cause: err.Cause, Execution: execution}
 }
 
 // Handler serves POST /workflow/<namespace>/<name> with x: the body is the execution's
@@ -78,7 +95,7 @@ func Handler(x *Executor) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		if out.Err != nil {
 			w.WriteHeader(http.StatusUnprocessableEntity)
-			_ = json.NewEncoder(w).Encode(FailedBody{Error: out.Err.Name, Cause: out.Err.Cause, Execution: e.Name})
+			_ = json.NewEncoder(w).Encode(failedBody(out.Err, e.Name))
 			return
 		}
 		_, _ = w.Write(out.Output)

@@ -125,7 +125,8 @@ func TestHandler(t *testing.T) {
 	resp, body = post("/workflow/ns1/pipe", `{"n": 6}`)
 	var failed FailedBody
 	if err := json.Unmarshal([]byte(body), &failed); err != nil || resp.StatusCode != http.StatusUnprocessableEntity ||
-		failed.Error != "ValueError" || !strings.Contains(failed.Cause, "n must be positive") || failed.Execution != resp.Header.Get(HeaderExecution) {
+		failed.Name != "ValueError" || !strings.Contains(failed.Cause, "n must be positive") || failed.Execution != resp.Header.Get(HeaderExecution) ||
+		failed.Error != "ValueError: n must be positive (execution "+failed.Execution+")" || !strings.HasPrefix(failed.Traceback, "Traceback (most recent call last):") {
 		t.Fatalf("big branch: %d %s", resp.StatusCode, body)
 	}
 	if e := api.execution(failed.Execution); e.Status.Phase != serverlessv1.ExecutionFailed || e.Status.Error != "ValueError" || e.Status.Output != nil {
