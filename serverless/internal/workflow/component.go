@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -123,6 +124,16 @@ func (c *Component) runQueued(ctx context.Context, e *serverlessv1.WorkflowExecu
 		st.StartTime, st.CompletionTime = timePtr(now), timePtr(now)
 		c.exec.patch(ctx, c.log, e, st)
 		return
+	}
+	if len(e.OwnerReferences) == 0 {
+		// Executions created through the API belong to their workflow too.
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"ownerReferences": []metav1.OwnerReference{ownerOf(wf)},
+			"labels":          map[string]string{LabelWorkflow: wf.Name},
+		}})
+		if err := c.cfg.API.PatchExecution(ctx, e.Namespace, e.Name, patch); err != nil {
+			c.log.Info("cannot make the workflow own an execution", "execution", e.Namespace+"/"+e.Name, "err", err)
+		}
 	}
 	if _, err := decode(input); err != nil {
 		b, _ := json.Marshal(err.Error())

@@ -36,6 +36,9 @@ func TestComponentRunsExecutionsCreatedThroughTheAPI(t *testing.T) {
 	if st := api.execution("by-kubectl").Status; st.Phase != serverlessv1.ExecutionSucceeded || st.Output.String() != `{"n":2}` || len(st.Steps) != 3 {
 		t.Errorf("execution created through the API: %+v", st)
 	}
+	if refs := api.execution("by-kubectl").OwnerReferences; len(refs) != 1 || refs[0].UID != "u1" || refs[0].Kind != "Workflow" {
+		t.Errorf("owners of the execution created through the API = %+v, want its workflow", refs)
+	}
 	if st := api.execution("no-workflow").Status; st.Phase != serverlessv1.ExecutionFailed || st.Error != serverlessv1.ErrorRuntime {
 		t.Errorf("execution of a missing workflow: %+v", st)
 	}

@@ -32,6 +32,8 @@ type API interface {
 	CreateExecution(ctx context.Context, e *serverlessv1.WorkflowExecution) (*serverlessv1.WorkflowExecution, error)
 	// PatchExecutionStatus applies a JSON merge patch to an execution's status subresource.
 	PatchExecutionStatus(ctx context.Context, namespace, name string, patch []byte) error
+	// PatchExecution applies a JSON merge patch to an execution (its metadata).
+	PatchExecution(ctx context.Context, namespace, name string, patch []byte) error
 }
 
 // ClientAPI is API through the apiserver.
@@ -55,6 +57,11 @@ func (a clientAPI) CreateExecution(ctx context.Context, e *serverlessv1.Workflow
 	return a.executions.Create(ctx, e, metav1.CreateOptions{})
 }
 
+func (a clientAPI) PatchExecution(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := a.executions.Patch(ctx, namespace, name, types.MergePatchType, patch)
+	return err
+}
+
 func (a clientAPI) PatchExecutionStatus(ctx context.Context, namespace, name string, patch []byte) error {
 	_, err := a.executions.Patch(ctx, namespace, name, types.MergePatchType, patch, "status")
 	return err
@@ -76,13 +83,10 @@ type Executor struct {
 func NewExecution(wf *serverlessv1.Workflow, input []byte) *serverlessv1.WorkflowExecution {
 	e := &serverlessv1.WorkflowExecution{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: wf.Name + "-",
-			Namespace:    wf.Namespace,
-			Labels:       map[string]string{LabelWorkflow: wf.Name},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: serverlessv1.SchemeGroupVersion.String(), Kind: "Workflow", Name: wf.Name, UID: wf.UID,
-				BlockOwnerDeletion: ptr.To(true),
-			}},
+			GenerateName:    wf.Name + "-",
+			Namespace:       wf.Namespace,
+			Labels:          map[string]string{LabelWorkflow: wf.Name},
+			OwnerReferences: []metav1.OwnerReference{ownerOf(wf)},
 		},
 		Spec: serverlessv1.WorkflowExecutionSpec{Workflow: wf.Name},
 	}
@@ -179,4 +183,13 @@ func (x *Executor) patch(ctx context.Context, log *slog.Logger, e *serverlessv1.
 func timePtr(t time.Time) *metav1.Time {
 	m := metav1.NewTime(t)
 	return &m
+}
+
+// ownerOf is the owner reference of an execution to its workflow: deleting the workflow
+// deletes its executions.
+func ownerOf(wf *serverlessv1.Workflow) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: serverlessv1.SchemeGroupVersion.String(), Kind: "Workflow", Name: wf.Name, UID: wf.UID,
+		BlockOwnerDeletion: ptr.To(true),
+	}
 }

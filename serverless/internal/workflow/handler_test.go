@@ -65,6 +65,22 @@ func (f *fakeAPI) PatchExecutionStatus(_ context.Context, ns, name string, patch
 	return nil
 }
 
+func (f *fakeAPI) PatchExecution(_ context.Context, ns, name string, patch []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.executions[ns+"/"+name]
+	if !ok {
+		return apierror.NotFound(serverlessv1.GroupName, "workflowexecutions", name)
+	}
+	var p struct{ Metadata metav1.ObjectMeta }
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return err
+	}
+	e.OwnerReferences = p.Metadata.OwnerReferences
+	e.Labels = p.Metadata.Labels
+	return nil
+}
+
 func (f *fakeAPI) execution(name string) *serverlessv1.WorkflowExecution {
 	f.mu.Lock()
 	defer f.mu.Unlock()
