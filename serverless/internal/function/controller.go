@@ -17,6 +17,7 @@ import (
 	"minik8s.io/shared/apierror"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/kubeletclient"
 	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
@@ -134,7 +135,44 @@ func New(cfg Config) *Controller {
 	cfg.Deployments.AddEventHandler(informer.HandlerFuncs{
 		AddFunc: owner, UpdateFunc: func(_, obj runtime.Object) { owner(obj) }, DeleteFunc: owner,
 	})
+	// A node that joins, or comes back Ready, gets the images functions run now: their pods may
+	// be scheduled there.
+	cfg.Nodes.AddEventHandler(informer.HandlerFuncs{
+		AddFunc:    func(obj runtime.Object) { c.nodeReady(nil, obj) },
+		UpdateFunc: c.nodeReady,
+	})
 	return c
+}
+
+// nodeReady sends the functions' current images to a node that just became Ready.
+func (c *Controller) nodeReady(oldObj, obj runtime.Object) {
+	n, ok := obj.(*corev1.Node)
+	if !ok || !kubeletclient.Ready(n) || n.Spec.Unschedulable {
+		return
+	}
+	if old, ok := oldObj.(*corev1.Node); ok && kubeletclient.Ready(old) {
+		return
+	}
+	fns, _ := c.functions.List(nil)
+	var images []string
+	for _, fn := range fns {
+		if fn.Status.Image != "" {
+			images = append(images, fn.Status.Image)
+		}
+	}
+	if len(images) == 0 {
+		return
+	}
+	node := n.DeepCopy()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.BuildTimeout)
+		defer cancel()
+		for _, img := range images {
+			if err := c.cfg.Images.Distribute(ctx, img, []*corev1.Node{node}); err != nil {
+				c.log.Warn("sending a function image to a node that became ready", "node", node.Name, "image", img, "err", err)
+			}
+		}
+	}()
 }
 
 // Start reconciles until ctx ends, then stops the builds and schedules and drains.
