@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -103,13 +104,37 @@ type env struct {
 	act     *countingActivator
 	counter *countingCounter
 
+	listed    chan struct{} // closed: the Functions cache's first list answers firstList
+	firstList []serverlessv1.Function
+
 	mu    sync.Mutex
 	addrs map[string]string // pod ip:8080 -> test server address
 }
 
+// newEnv returns a gateway whose Functions cache is synced (empty) before the test begins.
 func newEnv(t *testing.T, cfg Config) *env {
-	e := &env{t: t, act: &countingActivator{}, counter: &countingCounter{}, addrs: map[string]string{}}
-	e.fns = informer.New(informer.Config{Name: "functions"})
+	e := newUnsyncedEnv(t, cfg, nil)
+	close(e.listed)
+	waitFor(t, "the functions cache synced", e.fns.HasSynced)
+	return e
+}
+
+// newUnsyncedEnv returns a gateway whose Functions cache lists firstList once e.listed is closed.
+func newUnsyncedEnv(t *testing.T, cfg Config, firstList []serverlessv1.Function) *env {
+	e := &env{t: t, act: &countingActivator{}, counter: &countingCounter{}, addrs: map[string]string{},
+		listed: make(chan struct{}), firstList: firstList}
+	e.fns = informer.New(informer.Config{Name: "functions", NoWatch: true, RelistPeriod: time.Hour,
+		ListerWatcher: informer.ListWatchFuncs{ListFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+			select {
+			case <-e.listed:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &serverlessv1.FunctionList{ListMeta: metav1.ListMeta{ResourceVersion: "0"}, Items: e.firstList}, nil
+		}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = e.fns.Start(ctx) }()
 	tr := NewTransport()
 	dialer := &net.Dialer{Timeout: time.Second}
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -250,6 +275,27 @@ func TestAnswersAndErrors(t *testing.T) {
 	// Counted: the calls that reached a pod (two sums, two raises, the timeout), not the refused ones.
 	if b, en := e.counter.begun.Load(), e.counter.ended.Load(); b != 5 || en != 5 {
 		t.Errorf("counted %d calls begun and %d ended, want 5 and 5", b, en)
+	}
+}
+
+// TestWaitsForTheFirstList: a call that reaches a gateway that just started waits for its
+// Functions cache rather than answering 404.
+func TestWaitsForTheFirstList(t *testing.T) {
+	fn := serverlessv1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "add", ResourceVersion: "1"}}
+	fn.Status.Image = "minik8s-fn/default.add:v1"
+	e := newUnsyncedEnv(t, Config{}, []serverlessv1.Function{fn})
+	e.pod("add", newFakePod(t, "add-1", "10.0.0.1"), true, nil)
+	done := make(chan answer, 1)
+	go func() { done <- e.call("add", `{"a":1,"b":2}`) }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case a := <-done:
+		t.Fatalf("answered before the cache listed: %+v", a)
+	default:
+	}
+	close(e.listed)
+	if a := <-done; a.status != 200 || a.body != `{"sum":3}` {
+		t.Errorf("call = %+v, want 200 {\"sum\":3}", a)
 	}
 }
 

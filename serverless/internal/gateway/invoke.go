@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/informer"
 )
 
 // maxAttempts bounds the pods one call is tried on when pods cannot be reached.
@@ -100,6 +101,9 @@ func (g *Gateway) serveFunction(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) invoke(ctx context.Context, namespace, name string, body []byte) Result {
 	key := namespace + "/" + name
 	fn, err := g.functions.Get(namespace, name)
+	if err != nil && g.waitSynced(ctx) {
+		fn, err = g.functions.Get(namespace, name)
+	}
 	if err != nil {
 		return errorResult(http.StatusNotFound, fmt.Sprintf("function %s not found", key))
 	}
@@ -165,6 +169,21 @@ func (g *Gateway) invoke(ctx context.Context, namespace, name string, body []byt
 			return errorResult(http.StatusBadGateway, fmt.Sprintf("function %s: pod %s could not be reached: %v", key, b.pod, err))
 		}
 	}
+}
+
+// syncWait bounds how long a call waits for the Functions cache's first list (the gateway just
+// started) before an unknown function is a 404.
+const syncWait = 15 * time.Second
+
+// waitSynced waits, if the Functions cache has not listed yet, until it has; it reports
+// whether it waited and the cache is now synced.
+func (g *Gateway) waitSynced(ctx context.Context) bool {
+	if g.cfg.Functions.HasSynced() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
+	return informer.WaitForSync(ctx, g.cfg.Functions.HasSynced)
 }
 
 // otherPods reports whether the function has a pod not tried yet that is ready or starting
