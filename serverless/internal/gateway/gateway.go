@@ -44,7 +44,8 @@ type Config struct {
 	Activator       Activator
 	// Workflows serves POST /workflow/<ns>/<name>; nil answers 404.
 	Workflows http.Handler
-	// Gatherer serves /metrics; Registerer gets the gateway's metrics. Either may be nil.
+	// Gatherer serves /metrics (default: Registerer, when it is a Gatherer too, as the
+	// component's registry is); Registerer gets the gateway's metrics. Either may be nil.
 	Gatherer   prometheus.Gatherer
 	Registerer prometheus.Registerer
 	// Healthy answers /healthz (e.g. the informers have synced); nil is always healthy.
@@ -91,6 +92,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if g, ok := cfg.Registerer.(prometheus.Gatherer); ok && cfg.Gatherer == nil {
+		cfg.Gatherer = g
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{

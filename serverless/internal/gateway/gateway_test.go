@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -452,6 +453,27 @@ func TestUnreachablePodRetried(t *testing.T) {
 	e.pod("add", only, true, nil)
 	if a := e.call("add", `{}`); a.status != http.StatusBadGateway || !strings.Contains(a.body, "add-c could not be reached") {
 		t.Errorf("call to an unreachable only pod = %+v, want 502 naming it", a)
+	}
+}
+
+// TestMetrics: the gateway's own registry serves /metrics with the calls it answered.
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, Config{Registerer: reg})
+	e.function("add", nil)
+	e.pod("add", newFakePod(t, "add-1", "10.0.0.1"), true, nil)
+	e.call("add", `{"a":1,"b":1}`)
+	e.call("nosuch", `{}`)
+	resp, err := http.Get(e.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`minik8s_serverless_gateway_calls_total{code="200"} 1`, `minik8s_serverless_gateway_calls_total{code="404"} 1`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 
