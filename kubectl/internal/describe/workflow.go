@@ -1,9 +1,11 @@
 package describe
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -31,12 +33,12 @@ func (p *writer) states(level int, states map[string]serverlessv1.State) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	p.line(level, "Name\tType\tDetails\tNext")
-	p.line(level, "----\t----\t-------\t----")
+	rows := [][]string{{"Name", "Type", "Details", "Next"}, {"----", "----", "-------", "----"}}
 	for _, n := range names {
 		st := states[n]
-		p.line(level, "%s\t%s\t%s\t%s", n, st.Type, orDefault(stateDetails(st), "-"), stateNext(st))
+		rows = append(rows, []string{n, string(st.Type), orDefault(stateDetails(st), "-"), stateNext(st)})
 	}
+	p.table(level, rows)
 	for _, n := range names {
 		st := states[n]
 		for i, b := range st.Branches {
@@ -159,8 +161,8 @@ func (p *writer) workflowExecution(e *serverlessv1.WorkflowExecution) {
 		return
 	}
 	p.line(0, "Steps:")
-	p.line(1, "#\tName\tType\tDuration\tAttempts\tInput\tOutput\tError")
-	p.line(1, "-\t----\t----\t--------\t--------\t-----\t------\t-----")
+	rows := [][]string{{"#", "Name", "Type", "Duration", "Attempts", "Input", "Output", "Error"},
+		{"-", "----", "----", "--------", "--------", "-----", "------", "-----"}}
 	for i, s := range st.Steps {
 		attempts := "1"
 		if s.Attempts > 1 {
@@ -170,9 +172,10 @@ func (p *writer) workflowExecution(e *serverlessv1.WorkflowExecution) {
 		if s.Output != nil {
 			out = clipShort(s.Output.String())
 		}
-		p.line(1, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", i+1, s.Name, s.Type, stepDuration(s.DurationMilliseconds), attempts,
-			clipShort(s.Input.String()), out, orDefault(s.Error, "-"))
+		rows = append(rows, []string{fmt.Sprint(i + 1), s.Name, string(s.Type), stepDuration(s.DurationMilliseconds), attempts,
+			clipShort(s.Input.String()), out, orDefault(s.Error, "-")})
 	}
+	p.table(1, rows)
 	if st.StepsOmitted > 0 {
 		p.line(1, "(%d more steps not kept)", st.StepsOmitted)
 	}
@@ -206,4 +209,20 @@ func clipShort(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// table writes rows aligned among themselves only, not with the "Key:" lines around them.
+func (p *writer) table(level int, rows [][]string) {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
+	for _, r := range rows {
+		for i := range r {
+			r[i] = strings.ReplaceAll(r[i], "\t", " ")
+		}
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+	for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+		p.line(level, "%s", strings.TrimRight(l, " "))
+	}
 }
