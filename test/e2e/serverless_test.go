@@ -120,7 +120,8 @@ func (c *makeUpCluster) invoke(ctx context.Context, ns, name, body string) (call
 // TestServerlessFunction walks a Function's life on the make up cluster: built and called
 // with different arguments through the gateway and both kubectls, scaled to zero when idle
 // and back on a call, scaled past one pod by 30 callers for 60 s without a failed call and
-// back to zero, updated, a build failure that leaves the old version serving, and deleted.
+// back to zero, updated while called without a failed call, a build failure that leaves the
+// old version serving, and deleted.
 func TestServerlessFunction(t *testing.T) {
 	c := requireMakeUp(t)
 	ns := fmt.Sprintf("e2e-fn-%d", time.Now().UnixNano()%1_000_000)
@@ -300,6 +301,29 @@ func TestServerlessFunction(t *testing.T) {
 	})
 
 	step("update changes the answer", func(t *testing.T) {
+		// Callers keep calling through the rollout: none of their calls may fail.
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		var firstErr atomic.Value
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					r, err := c.invoke(context.WithoutCancel(ctx), ns, "calc", fmt.Sprintf(`{"a": %d, "b": 2, "sleep": 0.1}`, i))
+					if err != nil || r.code != http.StatusOK {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, fmt.Sprintf("%v %d %s", err, r.code, r.raw))
+					}
+				}
+			}()
+		}
+		eventually(t, 2*time.Minute, "a ready pod of version 1", func() bool {
+			d, err := deployments.Get(t.Context(), ns, "calc", metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas > 0
+		})
 		apply("*", 2, "")
 		waitFn("at version 2", func(fn *serverlessv1.Function) bool {
 			return fn.Status.Version == 2 && fn.Status.Phase == "Ready" && fn.Status.Image == "minik8s-fn/"+ns+".calc:v2"
@@ -308,6 +332,15 @@ func TestServerlessFunction(t *testing.T) {
 			r := mustCall(`{"a": 6, "b": 7}`)
 			return r.body["version"] == float64(2) && r.body["sum"] == float64(42)
 		})
+		eventually(t, 2*time.Minute, "the rollout to end", func() bool {
+			l, err := pods.List(t.Context(), ns, metav1.ListOptions{LabelSelector: serverlessv1.LabelFunction + "=calc," + serverlessv1.LabelVersion + "=1"})
+			return err == nil && len(l.Items) == 0
+		})
+		cancel()
+		wg.Wait()
+		if failed.Load() > 0 {
+			t.Errorf("%d calls failed during the update, the first: %v", failed.Load(), firstErr.Load())
+		}
 	})
 
 	step("a failed build leaves the old version serving", func(t *testing.T) {
