@@ -370,7 +370,7 @@ func TestContainerConcurrencyQueue(t *testing.T) {
 	waitFor(t, "one call in flight and two queued", func() bool { return fp.inflight.Load() == 1 && p.waiting() == 2 })
 	if a := e.call("add", `{"a":1,"b":1}`); a.status != http.StatusTooManyRequests {
 		t.Errorf("fourth call = %+v, want 429", a)
-	} else if re := errorOf(t, a.body); !strings.Contains(re.Error, "2 calls already wait") {
+	} else if re := errorOf(t, a.body); !strings.Contains(re.Error, "the queue is full (maxQueue 2)") {
 		t.Errorf("429 error %q does not say why", re.Error)
 	}
 	close(fp.gate)

@@ -144,7 +144,7 @@ func (g *Gateway) invoke(ctx context.Context, namespace, name string, body []byt
 		cancel()
 		switch {
 		case errors.Is(err, errQueueFull):
-			return errorResult(http.StatusTooManyRequests, fmt.Sprintf("function %s: every pod is busy and %d calls already wait", key, maxQueue))
+			return errorResult(http.StatusTooManyRequests, fmt.Sprintf("function %s: every pod is at its limit and the queue is full (maxQueue %d)", key, maxQueue))
 		case err != nil && ctx.Err() != nil:
 			return errorResult(499, "the caller went away")
 		case err != nil:
