@@ -66,6 +66,7 @@ func main() {
 	fs.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long the controller-manager may take to stop")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", "127.0.0.1:10252", "host:port of /metrics (Prometheus) and /healthz, served without authentication; empty: off")
+	fs.StringVar(&cfg.DebugAddress, "debug-address", "", "serve Go's profiles (/debug/pprof/), without authentication, on this host:port, e.g. 127.0.0.1:10257; empty: off")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	for _, c := range strings.Split(*controllers, ",") {

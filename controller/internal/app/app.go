@@ -86,6 +86,8 @@ type Config struct {
 
 	// MetricsAddress is where /metrics and /healthz are served (host:port); empty: nowhere.
 	MetricsAddress string
+	// DebugAddress, when set, serves Go's profiles (/debug/pprof/) there (host:port).
+	DebugAddress string
 }
 
 // Validate checks the configuration and fills defaults.
@@ -136,6 +138,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := metrics.ValidateAddress("--metrics-address", c.MetricsAddress); err != nil {
+		return err
+	}
+	if err := metrics.ValidateAddress("--debug-address", c.DebugAddress); err != nil {
 		return err
 	}
 	if c.Identity == "" {
@@ -207,6 +212,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.MetricsAddress != "" {
 		// A standby serves its metrics too: its caches and bus are worth watching.
 		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
+	}
+	if cfg.DebugAddress != "" {
+		g.Add("debug", run.Func(func(ctx context.Context) error { return metrics.ServeDebug(ctx, cfg.DebugAddress, log) }))
 	}
 	// Only the leader consumes: every controller-manager shares one durable queue, and the
 	// broker splits a queue's messages among its consumers, so a standby consuming too would

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -265,7 +263,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
 	}
 	if cfg.DebugAddress != "" {
-		g.Add("debug", run.Func(func(ctx context.Context) error { return serveDebug(ctx, cfg.DebugAddress, log) }))
+		g.Add("debug", run.Func(func(ctx context.Context) error { return metrics.ServeDebug(ctx, cfg.DebugAddress, log) }))
 	}
 	g.Add("scheduler", run.Func(func(ctx context.Context) error {
 		// Scheduling from a partial cache would overcommit nodes whose pods are not listed yet.
@@ -400,31 +398,6 @@ func sweepLoop(ctx context.Context, s *scheduler.Scheduler, podInf *informer.Inf
 			}
 		}
 		s.Sweep(pods)
-	}
-}
-
-// serveDebug serves Go's profiles on addr until ctx ends.
-func serveDebug(ctx context.Context, addr string, log *slog.Logger) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("serving profiles", "address", addr)
-	if host, _, _ := net.SplitHostPort(addr); host != "localhost" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			log.Warn("profiles are served without authentication on a non-loopback address", "address", addr)
-		}
-	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("debug server: %w", err)
-	case <-ctx.Done():
-		return srv.Close()
 	}
 }
 
