@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,6 +41,12 @@ type DeployConfig struct {
 	RealReplicas int
 	RealImage    string
 	Kubeconfig   string
+	// ProfileDir, when set, gets each hollow-node measurement's cost by process (CPU,
+	// apiserver requests, syncs; printed with the report) and 1 s CPU profiles of the
+	// apiserver, scheduler and controller-manager from its last pod created,
+	// <namespace>-<process>.pprof.
+	ProfileDir string
+	probe      *deployProbe
 	// template makes the pods of a measurement (newPod when nil).
 	template func(name string) *corev1.Pod
 }
@@ -57,6 +64,8 @@ type DeployRound struct {
 	// DirectCreated and DeploymentCreated run to the watch showing the last pod created.
 	DirectCreated, DeploymentCreated time.Duration
 	DeploymentFirst                  bool
+	// DirectCost and DeploymentCost are filled with DeployConfig.ProfileDir.
+	DirectCost, DeploymentCost DeployCost
 }
 
 // Ratio is the Deployment's time to all pods Ready over the direct creation's.
@@ -83,7 +92,7 @@ func RunDeployments(ctx context.Context, cfg DeployConfig, log *slog.Logger) (*D
 	var err error
 	if cfg.APIServer == "" {
 		log.Info("building apiserver")
-		if cfg.APIServer, err = cluster.Build(ctx, cfg.Workdir, false); err != nil {
+		if cfg.APIServer, err = cluster.Build(ctx, cfg.Workdir, cfg.ProfileDir != ""); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +111,7 @@ func RunDeployments(ctx context.Context, cfg DeployConfig, log *slog.Logger) (*D
 	}
 	defer dropVHost()
 	home := filepath.Join(dir, "home")
-	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: home, AMQPURL: amqpURL})
+	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: home, AMQPURL: amqpURL, Pprof: cfg.ProfileDir != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -124,18 +133,44 @@ func RunDeployments(ctx context.Context, cfg DeployConfig, log *slog.Logger) (*D
 	}
 	rep.Register = time.Since(start)
 	kc := func(name string) string { return filepath.Join(home, "kubeconfigs", name+".kubeconfig") }
-	sched, err := startChild(dir, "scheduler", filepath.Join(dir, "scheduler"), "--kubeconfig", kc("scheduler"),
-		"--amqp-url", amqpURL, "--leader-elect=false", "--metrics-address=")
+	// Without ProfileDir the scheduler and controller-manager serve nothing besides their work.
+	var probe *deployProbe
+	serveArgs := func(string) []string { return []string{"--metrics-address="} }
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+		probe = &deployProbe{dir: cfg.ProfileDir, api: api, log: log, pids: map[string]int{"apiserver": proc.Pid, "hollow-node": hollow.cmd.Process.Pid},
+			pprof: map[string]string{}, metrics: map[string]string{}}
+		if proc.PprofURL != "" {
+			probe.pprof["apiserver"] = proc.PprofURL
+		}
+		serveArgs = func(name string) []string {
+			maddr, err1 := freeAddr()
+			daddr, err2 := freeAddr()
+			if err1 != nil || err2 != nil {
+				return []string{"--metrics-address="}
+			}
+			probe.metrics[name], probe.pprof[name] = "http://"+maddr+"/metrics", "http://"+daddr+"/debug/pprof"
+			return []string{"--metrics-address", maddr, "--debug-address", daddr}
+		}
+	}
+	sched, err := startChild(dir, "scheduler", filepath.Join(dir, "scheduler"), append([]string{"--kubeconfig", kc("scheduler"),
+		"--amqp-url", amqpURL, "--leader-elect=false"}, serveArgs("scheduler")...)...)
 	if err != nil {
 		return nil, err
 	}
 	defer sched.stop()
-	cm, err := startChild(dir, "controller-manager", filepath.Join(dir, "controller-manager"), "--kubeconfig", kc("controller-manager"),
-		"--amqp-url", amqpURL, "--leader-elect=false", "--controllers", "deployment,replicaset", "--metrics-address=")
+	cm, err := startChild(dir, "controller-manager", filepath.Join(dir, "controller-manager"), append([]string{"--kubeconfig", kc("controller-manager"),
+		"--amqp-url", amqpURL, "--leader-elect=false", "--controllers", "deployment,replicaset"}, serveArgs("controller-manager")...)...)
 	if err != nil {
 		return nil, err
 	}
 	defer cm.stop()
+	if probe != nil {
+		probe.pids["scheduler"], probe.pids["controller-manager"] = sched.cmd.Process.Pid, cm.cmd.Process.Pid
+		cfg.probe = probe
+	}
 	if err := waitLog(ctx, filepath.Join(dir, "scheduler.log"), "caches synced", sched); err != nil {
 		return nil, err
 	}
@@ -173,6 +208,7 @@ func runReal(ctx context.Context, cfg DeployConfig, rep *DeployReport, log *slog
 	rep.RealNode = strings.TrimSpace(rep.RealNode)
 	real := cfg
 	real.Replicas = cfg.RealReplicas
+	real.probe = nil
 	real.template = func(name string) *corev1.Pod {
 		grace := int64(1)
 		return &corev1.Pod{
@@ -196,14 +232,20 @@ func deployRounds(ctx context.Context, api *mclient.Client, cfg DeployConfig, pr
 		// an empty cluster (and the hollow nodes never fill up).
 		direct := func() error {
 			ns := fmt.Sprintf("%sdirect-%d", prefix, i)
-			d, made, err := directPods(ctx, api, cfg, ns)
-			r.Direct, r.DirectCreated = d, made
+			d, made, cost, err := directPods(ctx, api, cfg, ns)
+			r.Direct, r.DirectCreated, r.DirectCost = d, made, cost
+			if cfg.probe != nil {
+				cfg.probe.wait()
+			}
 			return errors.Join(err, dropNamespace(ctx, api, ns))
 		}
 		deploy := func() error {
 			ns := fmt.Sprintf("%sdeploy-%d", prefix, i)
-			d, made, avail, err := deployPods(ctx, api, cfg, ns)
-			r.Deployment, r.DeploymentCreated, r.DeploymentAvailable = d, made, avail
+			d, made, avail, cost, err := deployPods(ctx, api, cfg, ns)
+			r.Deployment, r.DeploymentCreated, r.DeploymentAvailable, r.DeploymentCost = d, made, avail, cost
+			if cfg.probe != nil {
+				cfg.probe.wait()
+			}
 			return errors.Join(err, dropNamespace(ctx, api, ns))
 		}
 		steps := []func() error{direct, deploy}
@@ -267,7 +309,9 @@ type readyWatch struct {
 	exist   map[string]bool
 }
 
-func watchReady(ctx context.Context, api *mclient.Client, ns string, want int) (*readyWatch, error) {
+// watchReady watches ns until want pods are Ready; allCreated, when not nil, is called once
+// the watch has shown want pods.
+func watchReady(ctx context.Context, api *mclient.Client, ns string, want int, allCreated func()) (*readyWatch, error) {
 	w, err := mclient.MustFor[*corev1.Pod, *corev1.PodList](api).Watch(ctx, ns, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("watch pods: %w", err)
@@ -289,6 +333,9 @@ func watchReady(ctx context.Context, api *mclient.Client, ns string, want int) (
 				rw.exist[p.Name] = true
 				if n := len(rw.exist); n == 1 || n == want/2 || n == want {
 					rw.created = append(rw.created, time.Now())
+					if n == want && allCreated != nil {
+						allCreated()
+					}
 				}
 			}
 			rw.mu.Unlock()
@@ -337,15 +384,27 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// probeStart samples the processes before a measurement in ns when the suite probes them:
+// allCreated starts the tail profiles, finish samples again and returns the cost between.
+func (cfg DeployConfig) probeStart(ctx context.Context, ns string) (allCreated func(), finish func() DeployCost) {
+	p := cfg.probe
+	if p == nil {
+		return nil, func() DeployCost { return DeployCost{} }
+	}
+	from := p.sample(ctx)
+	return func() { p.profileTail(ns) }, func() DeployCost { return from.cost(p.sample(ctx)) }
+}
+
 // directPods creates cfg.Replicas pods with cfg.Clients goroutines and returns the time from
 // the first create to the last pod Ready, and to the last pod seen created.
-func directPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns string) (ready, created time.Duration, err error) {
+func directPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns string) (ready, created time.Duration, cost DeployCost, err error) {
 	if err := benchNamespace(ctx, api, ns); err != nil {
-		return 0, 0, err
+		return 0, 0, cost, err
 	}
-	rw, err := watchReady(ctx, api, ns, cfg.Replicas)
+	allCreated, finish := cfg.probeStart(ctx, ns)
+	rw, err := watchReady(ctx, api, ns, cfg.Replicas, allCreated)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, cost, err
 	}
 	pods := mclient.MustFor[*corev1.Pod, *corev1.PodList](api)
 	idx := make(chan int)
@@ -378,24 +437,25 @@ feed:
 	close(idx)
 	wg.Wait()
 	if firstErr != nil {
-		return 0, 0, fmt.Errorf("create pods: %w", firstErr)
+		return 0, 0, cost, fmt.Errorf("create pods: %w", firstErr)
 	}
 	last, made, err := rw.wait(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, cost, err
 	}
-	return last.Sub(start), made.Sub(start), nil
+	return last.Sub(start), made.Sub(start), finish(), nil
 }
 
 // deployPods creates one Deployment of cfg.Replicas and returns the time to its last pod
 // Ready, to the last pod seen created, and to its status showing them all available.
-func deployPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns string) (ready, created, available time.Duration, err error) {
+func deployPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns string) (ready, created, available time.Duration, cost DeployCost, err error) {
 	if err := benchNamespace(ctx, api, ns); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cost, err
 	}
-	rw, err := watchReady(ctx, api, ns, cfg.Replicas)
+	allCreated, finish := cfg.probeStart(ctx, ns)
+	rw, err := watchReady(ctx, api, ns, cfg.Replicas, allCreated)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cost, err
 	}
 	ds := mclient.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](api)
 	tmpl := cfg.pod("")
@@ -410,23 +470,25 @@ func deployPods(ctx context.Context, api *mclient.Client, cfg DeployConfig, ns s
 	}
 	dw, err := ds.Watch(ctx, ns, metav1.ListOptions{})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cost, err
 	}
 	defer dw.Stop()
 	start := time.Now()
 	if _, err := ds.Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return 0, 0, 0, fmt.Errorf("create deployment: %w", err)
+		return 0, 0, 0, cost, fmt.Errorf("create deployment: %w", err)
 	}
 	last, made, err := rw.wait(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, cost, err
 	}
 	for ev := range dw.ResultChan() {
 		if got, ok := ev.Object.(*appsv1.Deployment); ok && got.Status.AvailableReplicas == n && got.Status.ObservedGeneration >= got.Generation {
-			return last.Sub(start), made.Sub(start), time.Since(start), nil
+			// Sampled after the status, whose writes are the Deployment's cost too.
+			available := time.Since(start)
+			return last.Sub(start), made.Sub(start), available, finish(), nil
 		}
 	}
-	return 0, 0, 0, errors.New("deployment watch ended before every replica was available")
+	return 0, 0, 0, cost, errors.New("deployment watch ended before every replica was available")
 }
 
 // Print writes the report as Markdown.
@@ -435,6 +497,7 @@ func (r *DeployReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "%d pods on %d hollow nodes (registered in %s), real scheduler and controller-manager; direct: %d clients creating pods.\n\n",
 		c.Replicas, c.Nodes, r.Register.Round(time.Millisecond), c.Clients)
 	printRounds(w, r.Rounds)
+	printCosts(w, r.Rounds)
 	if len(r.RealRounds) > 0 {
 		fmt.Fprintf(w, "\n%d pods of %s on make up's cluster (nodes: %s), as make up runs it.\n\n", c.RealReplicas, c.RealImage, r.RealNode)
 		printRounds(w, r.RealRounds)

@@ -452,8 +452,8 @@ func profile(ctx context.Context, url, path string, log *slog.Logger) {
 		}
 	}
 	if err != nil {
-		log.Warn("scheduler profile", "err", err)
+		log.Warn("profile", "path", path, "err", err)
 		return
 	}
-	log.Info("scheduler profile written", "path", path)
+	log.Info("profile written", "path", path)
 }
