@@ -77,6 +77,15 @@ type Executor struct {
 	MaxSteps int
 	// WriteTimeout bounds each write of an execution (default 10 s).
 	WriteTimeout time.Duration
+	// ProgressInterval is how often the steps of a running execution are written (default 2 s).
+	ProgressInterval time.Duration
+}
+
+func (x *Executor) progressInterval() time.Duration {
+	if x.ProgressInterval > 0 {
+		return x.ProgressInterval
+	}
+	return 2 * time.Second
 }
 
 // NewExecution is the execution object of a run of wf with input, owned by wf.
@@ -136,6 +145,36 @@ func (x *Executor) Run(ctx context.Context, wf *serverlessv1.Workflow, e *server
 	var mu sync.Mutex
 	var steps []serverlessv1.WorkflowStep
 	omitted := int32(0)
+	// While it runs, the steps so far are written every ProgressInterval, so a long execution
+	// (waits, retries) shows where it is.
+	progressDone := make(chan struct{})
+	stopProgress := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		written := 0
+		for {
+			t := x.Interpreter.Clock.NewTimer(x.progressInterval())
+			select {
+			case <-stopProgress:
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			mu.Lock()
+			n := len(steps) + int(omitted)
+			snapshot := append([]serverlessv1.WorkflowStep(nil), steps...)
+			skipped := omitted
+			mu.Unlock()
+			if n == written {
+				continue
+			}
+			written = n
+			x.patch(ctx, log, e, serverlessv1.WorkflowExecutionStatus{
+				Phase: serverlessv1.ExecutionRunning, StartTime: ptr.To(metav1.NewTime(start)), WorkflowGeneration: wf.Generation,
+				Steps: snapshot, StepsOmitted: skipped,
+			})
+		}
+	}()
 	out := x.Interpreter.Run(ctx, wf.Namespace, &wf.Spec, input, func(s serverlessv1.WorkflowStep) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -145,6 +184,8 @@ func (x *Executor) Run(ctx context.Context, wf *serverlessv1.Workflow, e *server
 			omitted++
 		}
 	})
+	close(stopProgress)
+	<-progressDone
 	st := serverlessv1.WorkflowExecutionStatus{
 		Phase: serverlessv1.ExecutionSucceeded, StartTime: ptr.To(metav1.NewTime(start)),
 		CompletionTime: ptr.To(metav1.NewTime(x.Interpreter.Clock.Now())), WorkflowGeneration: wf.Generation,

@@ -210,3 +210,52 @@ func mustRead(t *testing.T, resp *http.Response) string {
 	}
 	return b.String()
 }
+
+func TestExecutorWritesProgress(t *testing.T) {
+	api := newFakeAPI(t)
+	api.workflows["ns1/slow"] = &serverlessv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "ns1"}, Spec: *spec(t, `
+startAt: first
+states:
+  first: {type: Pass, next: nap}
+  nap: {type: Wait, seconds: 60, end: true}
+`)}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	x := &Executor{Interpreter: &Interpreter{Invoker: arithmetic(), Clock: clk}, API: api, ProgressInterval: time.Second}
+	wf, _ := api.GetWorkflow(t.Context(), "ns1", "slow")
+	e, err := x.Start(t.Context(), wf, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Outcome)
+	go func() { done <- x.Run(t.Context(), wf, e, []byte(`{}`)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := api.execution(e.Name).Status
+		if st.Phase == serverlessv1.ExecutionRunning && len(st.Steps) == 1 && st.Steps[0].Name == "first" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress written while the execution waits: %+v", st)
+		}
+		clk.Step(500 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		select {
+		case out := <-done:
+			if out.Err != nil {
+				t.Fatalf("execution failed: %v", out.Err)
+			}
+			if st := api.execution(e.Name).Status; st.Phase != serverlessv1.ExecutionSucceeded || len(st.Steps) != 2 {
+				t.Errorf("final status = %+v", st)
+			}
+			return
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("the execution did not end")
+			}
+			clk.Step(5 * time.Second)
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
