@@ -2,10 +2,14 @@ package workflow
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +30,11 @@ type Config struct {
 	Executions *informer.Informer
 	// MaxRunning bounds the executions created through the API that run at once (default 16).
 	MaxRunning int
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// Host names this host; executions a former instance on it left running are failed
+	// (default: the hostname).
+	Host   string
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Component serves POST /workflow and runs executions created through the API.
@@ -51,8 +58,12 @@ func New(cfg Config) *Component {
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = 16
 	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
 	c := &Component{
-		exec:   &Executor{Interpreter: &Interpreter{Invoker: cfg.Invoker, Clock: cfg.Clock}, API: cfg.API, Logger: cfg.Logger},
+		exec: &Executor{Interpreter: &Interpreter{Invoker: cfg.Invoker, Clock: cfg.Clock}, API: cfg.API, Logger: cfg.Logger,
+			Instance: cfg.Host + "/" + randomID()},
 		cfg:    cfg,
 		log:    cfg.Logger,
 		queue:  make(chan *serverlessv1.WorkflowExecution, 1024),
@@ -70,10 +81,19 @@ func New(cfg Config) *Component {
 // Handler serves POST /workflow/<namespace>/<name>.
 func (c *Component) Handler() http.Handler { return Handler(c.exec) }
 
-// offer queues an execution nobody runs yet: created through the API, with no phase.
+// offer queues an execution nobody runs: one created through the API with no phase yet, or
+// one a former instance of this host was running when it stopped.
 func (c *Component) offer(obj runtime.Object) {
 	e, ok := obj.(*serverlessv1.WorkflowExecution)
-	if !ok || e.Status.Phase != "" || e.Annotations[AnnotationStartedBy] != "" || e.DeletionTimestamp != nil {
+	if !ok || e.DeletionTimestamp != nil {
+		return
+	}
+	by := e.Annotations[AnnotationStartedBy]
+	switch {
+	case by == "" && e.Status.Phase == "":
+	case by != "" && by != c.exec.Instance && strings.HasPrefix(by, c.cfg.Host+"/") &&
+		(e.Status.Phase == "" || e.Status.Phase == serverlessv1.ExecutionRunning):
+	default:
 		return
 	}
 	key := e.Namespace + "/" + e.Name
@@ -88,6 +108,12 @@ func (c *Component) offer(obj runtime.Object) {
 	default:
 		c.log.Warn("too many executions waiting; this one waits for the next resync", "execution", key)
 	}
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Start runs executions created through the API until ctx ends, then waits for those under
@@ -111,6 +137,21 @@ func (c *Component) Start(ctx context.Context) error {
 }
 
 func (c *Component) runQueued(ctx context.Context, e *serverlessv1.WorkflowExecution) {
+	if by := e.Annotations[AnnotationStartedBy]; by != "" {
+		// A former instance on this host stopped while running it: its calls are gone.
+		now := c.cfg.Clock.Now()
+		st := &serverlessv1.WorkflowExecutionStatus{}
+		e.Status.DeepCopyInto(st)
+		st.Phase, st.Error = serverlessv1.ExecutionFailed, serverlessv1.ErrorRuntime
+		st.Cause = fmt.Sprintf("interrupted: the serverless component that ran it (%s) stopped", by)
+		st.CompletionTime = timePtr(now)
+		if st.StartTime == nil {
+			st.StartTime = timePtr(now)
+		}
+		c.log.Info("failing an interrupted execution", "execution", e.Namespace+"/"+e.Name, "startedBy", by)
+		c.exec.patch(ctx, c.log, e, *st)
+		return
+	}
 	var input []byte
 	if e.Spec.Input != nil {
 		input = e.Spec.Input.Raw

@@ -21,8 +21,9 @@ import (
 const (
 	// LabelWorkflow names the Workflow an execution runs, to list them by workflow.
 	LabelWorkflow = serverlessv1.GroupName + "/workflow"
-	// AnnotationStartedBy marks an execution some part of the serverless component already
-	// runs (the gateway), so the runner of executions created through the API leaves it alone.
+	// AnnotationStartedBy names the instance of the serverless component that runs an
+	// execution ("<host>/<random>"): the runner of executions created through the API leaves
+	// it alone, and a restarted instance on the same host fails the ones it was running.
 	AnnotationStartedBy = serverlessv1.GroupName + "/started-by"
 )
 
@@ -77,6 +78,8 @@ type Executor struct {
 	MaxSteps int
 	// WriteTimeout bounds each write of an execution (default 10 s).
 	WriteTimeout time.Duration
+	// Instance names this instance of the serverless component in the executions it starts.
+	Instance string
 	// ProgressInterval is how often the steps of a running execution are written (default 2 s).
 	ProgressInterval time.Duration
 }
@@ -109,7 +112,7 @@ func NewExecution(wf *serverlessv1.Workflow, input []byte) *serverlessv1.Workflo
 // Start creates the execution of wf on input, marked as run here, and returns it.
 func (x *Executor) Start(ctx context.Context, wf *serverlessv1.Workflow, input []byte) (*serverlessv1.WorkflowExecution, error) {
 	e := NewExecution(wf, input)
-	e.Annotations = map[string]string{AnnotationStartedBy: "gateway"}
+	e.Annotations = map[string]string{AnnotationStartedBy: x.Instance}
 	wctx, cancel := context.WithTimeout(ctx, x.writeTimeout())
 	defer cancel()
 	created, err := x.API.CreateExecution(wctx, e)

@@ -102,7 +102,7 @@ states:
 
 func TestHandler(t *testing.T) {
 	api := newFakeAPI(t)
-	x := &Executor{Interpreter: &Interpreter{Invoker: arithmetic(), Clock: clock.Real{}}, API: api}
+	x := &Executor{Interpreter: &Interpreter{Invoker: arithmetic(), Clock: clock.Real{}}, API: api, Instance: "node1/abc"}
 	srv := httptest.NewServer(Handler(x))
 	defer srv.Close()
 	post := func(path, body string) (*http.Response, string) {
@@ -127,7 +127,7 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("no execution %q recorded", name)
 	}
 	if e.Spec.Workflow != "pipe" || e.Spec.Input.String() != `{"n":2}` || len(e.OwnerReferences) != 1 || e.OwnerReferences[0].UID != "u1" ||
-		e.Labels[LabelWorkflow] != "pipe" || e.Annotations[AnnotationStartedBy] == "" {
+		e.Labels[LabelWorkflow] != "pipe" || e.Annotations[AnnotationStartedBy] != "node1/abc" {
 		t.Errorf("execution = %+v", e)
 	}
 	st := e.Status
