@@ -91,3 +91,29 @@ func TestSet(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPath: any text either fails to parse or gives a path that reads and writes any
+// document without panicking, and whose Set value Get reads back.
+func FuzzPath(f *testing.F) {
+	for _, s := range []string{"$", "$.a", "$.a[0].b", "$['x y'][2]", `$["q"]`, "$..", "$[", "$.a.b.c[10]"} {
+		f.Add(s, `{"a": [{"b": 1}], "x y": [0, 1, 2]}`)
+	}
+	f.Fuzz(func(t *testing.T, path, doc string) {
+		p, err := Parse(path)
+		if err != nil {
+			return
+		}
+		var v any
+		if json.Unmarshal([]byte(doc), &v) != nil {
+			return
+		}
+		p.Get(v)
+		out, err := p.Set(v, "marker")
+		if err != nil {
+			return
+		}
+		if got, ok := p.Get(out); !ok || got != "marker" {
+			t.Errorf("Set %s then Get = %v, %v", path, got, ok)
+		}
+	})
+}
