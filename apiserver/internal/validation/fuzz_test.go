@@ -82,6 +82,36 @@ spec:
     b: {type: Choice, choices: [{variable: $.n, numericLessThan: 3, next: a}], default: c}
     c: {type: Succeed}
 `,
+	`apiVersion: serverless.minik8s.io/v1
+kind: Workflow
+metadata: {name: every-state, namespace: default}
+spec:
+  timeoutSeconds: 60
+  startAt: p
+  states:
+    p: {type: Pass, result: {k: [1, 2]}, resultPath: $.r, next: w}
+    w: {type: Wait, secondsPath: "$.r.k[0]", next: t}
+    t:
+      type: Task
+      function: hello
+      parameters: {"x.$": $.r, fixed: 1}
+      retry: [{errorEquals: [ValueError], maxAttempts: 2, backoffRate: 1.5}]
+      catch: [{errorEquals: [States.ALL], resultPath: $.error, next: f}]
+      next: c
+    c:
+      type: Choice
+      choices:
+      - {and: [{variable: $.a, isPresent: true}, {not: {variable: $.b, stringEquals: x}}], next: par}
+      default: m
+    par: {type: Parallel, branches: [{startAt: a, states: {a: {type: Succeed}}}], next: m}
+    m: {type: Map, itemsPath: $.items, maxConcurrency: 2, iterator: {startAt: i, states: {i: {type: Pass, end: true}}}, end: true}
+    f: {type: Fail, error: Broken, cause: why}
+`,
+	`apiVersion: serverless.minik8s.io/v1
+kind: WorkflowExecution
+metadata: {name: flow-1, namespace: default}
+spec: {workflow: flow, input: {"n": [1, "two", null]}}
+`,
 	`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"default"},"type":"kubernetes.io/tls","data":{"tls.crt":"YQ==","tls.key":"Yg=="}}`,
 	`{"kind":"PersistentVolume","apiVersion":"v1","metadata":{"name":"pv"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/x"}}}`,
 }
