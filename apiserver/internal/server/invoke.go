@@ -2,13 +2,17 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/shared/apierror"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -88,8 +92,78 @@ func (s *Server) invoke(c *gin.Context, t target) {
 			c.Header(h, v)
 		}
 	}
+	if resp.StatusCode >= 400 {
+		// A refusal reaches API clients as a Status, the error shape every Kubernetes client
+		// prints (the real kubectl shows only "unknown" for any other body).
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxGatewayError))
+		st := gatewayStatus(resp.StatusCode, kind, t.namespace, t.name, answer)
+		c.Set(statusKey, int(st.Code))
+		writeJSON(c, int(st.Code), st)
+		return
+	}
 	c.Status(resp.StatusCode)
 	_, _ = io.Copy(c.Writer, resp.Body)
+}
+
+// maxGatewayError bounds how much of a gateway's error answer becomes the Status's message.
+const maxGatewayError = 64 << 10
+
+// gatewayError is the gateway's error body: its own refusals carry only error; a handler's
+// exception adds the traceback; a failed workflow names its execution and error's cause.
+type gatewayError struct {
+	Error     string `json:"error"`
+	Name      string `json:"name,omitempty"`
+	Cause     string `json:"cause,omitempty"`
+	Execution string `json:"execution,omitempty"`
+	Traceback string `json:"traceback,omitempty"`
+}
+
+// gatewayStatus turns a gateway's error answer into a Status with the same code, the reason
+// Kubernetes gives that code, and a message holding the whole error: the exception, the
+// execution of a workflow, and the traceback's tail on the lines after.
+func gatewayStatus(code int, kind, namespace, name string, body []byte) *metav1.Status {
+	var ge gatewayError
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &ge) == nil && ge.Error != "" {
+		msg = ge.Error
+		if ge.Cause != "" && !strings.Contains(msg, ge.Cause) {
+			msg += ": " + ge.Cause
+		}
+		if ge.Execution != "" {
+			msg += " (execution " + ge.Execution + ")"
+		}
+		if ge.Traceback != "" {
+			msg += "\n" + strings.TrimRight(ge.Traceback, "\n")
+		}
+	}
+	if msg == "" {
+		msg = http.StatusText(code)
+	}
+	reason := metav1.StatusReasonUnknown
+	switch code {
+	case http.StatusBadRequest:
+		reason = metav1.StatusReasonBadRequest
+	case http.StatusNotFound:
+		reason = metav1.StatusReasonNotFound
+	case http.StatusUnprocessableEntity:
+		reason = metav1.StatusReasonInvalid
+	case http.StatusTooManyRequests:
+		reason = metav1.StatusReasonTooManyRequests
+	case http.StatusGatewayTimeout:
+		reason = metav1.StatusReasonTimeout
+	case http.StatusServiceUnavailable:
+		reason = metav1.StatusReasonServiceUnavailable
+	case http.StatusInternalServerError:
+		reason = metav1.StatusReasonInternalError
+	}
+	return &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Code:     int32(code),
+		Reason:   reason,
+		Message:  fmt.Sprintf("%s %s/%s: %s", kind, namespace, name, msg),
+		Details:  &metav1.StatusDetails{Name: name, Group: serverlessv1.GroupName, Kind: kind + "s"},
+	}
 }
 
 // unwrapURLError drops net/http's "Post <url>:" prefix, which repeats the gateway's address.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -108,17 +109,18 @@ func TestInvokeProxy(t *testing.T) {
 	cases := []struct {
 		name, path, body string
 		code             int
-		want             string // the answer's body
+		want             string // the answer's body; for a refusal, its Status's message
+		reason           metav1.StatusReason
 		gatewayPath      string // empty: the gateway is not called
 	}{
 		{name: "function", path: fns + "/add/invoke", body: `{"a":1,"b":2}`, code: 200,
 			want: `{"echo":{"a":1,"b":2}}`, gatewayPath: "/function/" + ns + "/add"},
 		{name: "workflow", path: wfs + "/flow/invoke", body: `{"n":3}`, code: 200,
 			want: `{"echo":{"n":3}}`, gatewayPath: "/workflow/" + ns + "/flow"},
-		{name: "handler error passes through", path: fns + "/boom/invoke", body: `{}`, code: 502,
-			want: `{"error":"ZeroDivisionError: division by zero","traceback":"line 3"}`, gatewayPath: "/function/" + ns + "/boom"},
-		{name: "saturated", path: fns + "/busy/invoke", body: `{}`, code: 429,
-			want: `{"error":"100 calls wait for busy, the most it queues"}`, gatewayPath: "/function/" + ns + "/busy"},
+		{name: "handler error becomes a Status", path: fns + "/boom/invoke", body: `{}`, code: 502,
+			want: "function " + ns + "/boom: ZeroDivisionError: division by zero\nline 3", gatewayPath: "/function/" + ns + "/boom"},
+		{name: "saturated", path: fns + "/busy/invoke", body: `{}`, code: 429, reason: metav1.StatusReasonTooManyRequests,
+			want: "function " + ns + "/busy: 100 calls wait for busy, the most it queues", gatewayPath: "/function/" + ns + "/busy"},
 		{name: "empty body is the gateway's to judge", path: fns + "/add/invoke", body: ``, code: 200,
 			want: `{"echo":}`, gatewayPath: "/function/" + ns + "/add"},
 	}
@@ -126,7 +128,13 @@ func TestInvokeProxy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(gw.received())
 			resp, body := h.send("POST", tc.path, []byte(tc.body), "Content-Type", "application/json")
-			if resp.StatusCode != tc.code || string(body) != tc.want {
+			if tc.code >= 400 {
+				var st metav1.Status
+				if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != tc.code || st.Kind != "Status" ||
+					int(st.Code) != tc.code || st.Message != tc.want || st.Reason != tc.reason {
+					t.Fatalf("got %d %s, want a Status %d %q reason %q", resp.StatusCode, body, tc.code, tc.want, tc.reason)
+				}
+			} else if resp.StatusCode != tc.code || string(body) != tc.want {
 				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, body, tc.code, tc.want)
 			}
 			if ct, by := resp.Header.Get("Content-Type"), resp.Header.Get(serverlessv1.HeaderServedBy); ct != "application/json" || by != "pod-1" {
@@ -256,15 +264,11 @@ func TestInvokeRealKubectl(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != `{"echo":{"a":1,"b":2}}` {
 		t.Fatalf("create --raw: %v\n%s", err, out)
 	}
-	// A handler's error comes back as the gateway wrote it, which is no Status: kubectl fails
-	// with the code's wording and shows the body itself only with -v=8.
+	// A handler's error comes back as a Status, which kubectl prints whole: the exception and
+	// the traceback.
 	out, err = kubectl("create", "--raw", fns+"/boom/invoke", "-f", body)
-	if err == nil || !strings.Contains(out, "InternalError") {
+	if err == nil || !strings.Contains(out, "ZeroDivisionError: division by zero") || !strings.Contains(out, "line 3") {
 		t.Fatalf("handler error: %v\n%s", err, out)
-	}
-	out, _ = kubectl("create", "--raw", fns+"/boom/invoke", "-f", body, "-v=8")
-	if !strings.Contains(out, "ZeroDivisionError: division by zero") {
-		t.Fatalf("handler error with -v=8:\n%s", out)
 	}
 	out, err = kubectl("create", "--raw", fns+"/missing/invoke", "-f", body)
 	if err == nil || !strings.Contains(out, `functions.serverless.minik8s.io "missing" not found`) {

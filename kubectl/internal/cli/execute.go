@@ -186,7 +186,12 @@ func invokeFailure(res *scheme.Resource, ns, name string, code int, body []byte)
 	var rerr serverlessv1.RuntimeError
 	switch {
 	case json.Unmarshal(body, &st) == nil && st.Kind == "Status":
-		msg = st.Message
+		// The apiserver words a gateway's refusal as "<kind> <ns>/<name>: <error>", with a
+		// handler's traceback on the lines after.
+		msg = strings.TrimPrefix(st.Message, fmt.Sprintf("%s %s/%s: ", strings.TrimSuffix(res.Plural, "s"), ns, name))
+		if first, rest, ok := strings.Cut(msg, "\n"); ok {
+			msg, detail = first, strings.TrimRight(rest, "\n")
+		}
 	case json.Unmarshal(body, &rerr) == nil && rerr.Error != "":
 		msg, detail = rerr.Error, strings.TrimRight(rerr.Traceback, "\n")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/shared/apierror"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -165,5 +166,13 @@ func TestInvokeFailureWording(t *testing.T) {
 	}
 	if got := invokeFailure(res, "default", "add", 500, nil); got != "error: function default/add: 500 Internal Server Error: Internal Server Error\n" {
 		t.Errorf("empty body: %q", got)
+	}
+	// A handler's error as the apiserver words it: the exception first, the traceback after.
+	handler := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Code: 502,
+		Message: "function default/div: ZeroDivisionError: division by zero\n  File \"/function/main.py\", line 2\n"}
+	got = invokeFailure(res, "default", "div", 502, []byte(mustJSON(t, handler)))
+	want = "error: function default/div: 502 Bad Gateway: ZeroDivisionError: division by zero\n  File \"/function/main.py\", line 2\n"
+	if got != want {
+		t.Errorf("handler error: got %q, want %q", got, want)
 	}
 }
