@@ -108,13 +108,11 @@ func (s *Server) invoke(c *gin.Context, t target) {
 // maxGatewayError bounds how much of a gateway's error answer becomes the Status's message.
 const maxGatewayError = 64 << 10
 
-// gatewayError is the gateway's error body: its own refusals carry only error; a handler's
-// exception adds the traceback; a failed workflow names its execution and error's cause.
+// gatewayError is the part of the gateway's error body a Status carries: its own refusals have
+// only error; a handler's exception adds the traceback; a failed workflow's error already names
+// its execution and the first line of the cause, the traceback holds the rest.
 type gatewayError struct {
 	Error     string `json:"error"`
-	Name      string `json:"name,omitempty"`
-	Cause     string `json:"cause,omitempty"`
-	Execution string `json:"execution,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
 }
 
@@ -126,12 +124,6 @@ func gatewayStatus(code int, kind, namespace, name string, body []byte) *metav1.
 	msg := strings.TrimSpace(string(body))
 	if json.Unmarshal(body, &ge) == nil && ge.Error != "" {
 		msg = ge.Error
-		if ge.Cause != "" && !strings.Contains(msg, ge.Cause) {
-			msg += ": " + ge.Cause
-		}
-		if ge.Execution != "" {
-			msg += " (execution " + ge.Execution + ")"
-		}
 		if ge.Traceback != "" {
 			msg += "\n" + strings.TrimRight(ge.Traceback, "\n")
 		}
