@@ -182,12 +182,15 @@ func newCreate(o *options) *cobra.Command {
 			}
 			d := dryRun(dry)
 			return o.forEachManifest(cmd.Context(), ff, func(ctx context.Context, cl *client.Client, res *scheme.Resource, obj *unstructured.Unstructured) error {
+				name := obj.GetName()
 				if d != "client" {
-					if _, err := client.Dynamic(cl, res).Create(ctx, obj, metav1.CreateOptions{DryRun: d.server(), FieldValidation: metav1.FieldValidationStrict}); err != nil {
+					created, err := client.Dynamic(cl, res).Create(ctx, obj, metav1.CreateOptions{DryRun: d.server(), FieldValidation: metav1.FieldValidationStrict})
+					if err != nil {
 						return err
 					}
+					name = created.GetName() // generateName: the name the apiserver chose
 				}
-				fmt.Fprintf(o.Out, "%s/%s created%s\n", printer.KindName(res.GVK), obj.GetName(), d.suffix())
+				fmt.Fprintf(o.Out, "%s/%s created%s\n", printer.KindName(res.GVK), name, d.suffix())
 				return nil
 			})
 		},

@@ -393,3 +393,15 @@ func TestLogsOfAJob(t *testing.T) {
 		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
 }
+
+// create prints the name the apiserver gave an object made with generateName.
+func TestCreateGenerateName(t *testing.T) {
+	f := &fakeAPI{routes: map[string]http.HandlerFunc{
+		"POST /api/v1/namespaces/default/pods": jsonReply(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-x7k2p","namespace":"default"}}`),
+	}}
+	manifest := strings.Replace(podManifest, "name: web\n", "generateName: web-\n", 1)
+	out, errOut, code := run(t, f, manifest, "create", "-f", "-")
+	if code != 0 || out != "pod/web-x7k2p created\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want pod/web-x7k2p created", code, out, errOut)
+	}
+}
