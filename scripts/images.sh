@@ -244,10 +244,11 @@ build_python_runtime() {
   present debian || build_debian
   base_id=$(docker image inspect -f '{{.Id}}' "$base") || die "no base image $base"
   mkdir -p "$ctx"
-  cp "$ROOT/images/python-runtime/Dockerfile" "$ROOT/images/python-runtime/runtime.py" "$ctx/"
+  cp "$ROOT/images/python-runtime/Dockerfile" "$ROOT/images/python-runtime/runtime.py" \
+    "$ROOT/images/python-runtime/start.py" "$ctx/"
   printf 'base %s\n' "$base_id" >"$WORK/python-runtime.base-id"
   docker_build python-runtime "$ctx" \
-    "$(hash_inputs "$WORK/python-runtime.base-id" "$ctx/Dockerfile" "$ctx/runtime.py")" --build-arg "BASE=$base"
+    "$(hash_inputs "$WORK/python-runtime.base-id" "$ctx/Dockerfile" "$ctx/runtime.py" "$ctx/start.py")" --build-arg "BASE=$base"
 }
 
 todo=() have=()

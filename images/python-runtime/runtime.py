@@ -20,14 +20,16 @@ every module.
 """
 
 import importlib
-import json
 import os
 import signal
 import socket
+import socketserver
 import sys
 import threading
-import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# json is what every call needs; http.server is not imported (it brings http.client, email
+# and ssl, a tenth of a second of a cold start), nor traceback until something fails.
+import json
 
 
 def handler_name():
@@ -49,7 +51,15 @@ PORT = int(os.environ.get("RUNTIME_PORT", "8080"))
 DRAIN_SECONDS = float(os.environ.get("RUNTIME_DRAIN_SECONDS", "1"))
 MAX_BODY = int(os.environ.get("RUNTIME_MAX_BODY_BYTES", str(16 << 20)))
 TRACEBACK_LINES = 20
+MAX_LINE = 65536
+MAX_HEADERS = 100
 SERVED_BY = socket.gethostname()
+REASONS = {
+    100: "Continue", 200: "OK", 400: "Bad Request", 404: "Not Found",
+    405: "Method Not Allowed", 413: "Payload Too Large", 414: "URI Too Long",
+    431: "Request Header Fields Too Large", 500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 def log(msg):
@@ -60,6 +70,8 @@ def log(msg):
 def error_body(exc):
     """The RuntimeError body for an exception: its type and message, and the tail of its
     traceback without the runtime's own frames."""
+    import traceback
+
     tb = exc.__traceback__
     # The first frame is the runtime's call into user code.
     if tb is not None and tb.tb_frame.f_code.co_filename == __file__:
@@ -84,8 +96,7 @@ class Function:
         module, _, name = HANDLER.rpartition(".")
         try:
             if not module or not name:
-                raise ValueError(
-                    "%s=%r is not module.function" % ("FUNCTION_HANDLER", HANDLER))
+                raise ValueError("FUNCTION_HANDLER=%r is not module.function" % HANDLER)
             sys.path.insert(0, FUNCTION_DIR)
             mod = importlib.import_module(module)
             fn = getattr(mod, name, None)
@@ -106,7 +117,14 @@ class Function:
 FUNCTION = Function()
 
 
-class Server(ThreadingHTTPServer):
+class BadRequest(Exception):
+    def __init__(self, code, msg):
+        super().__init__(msg)
+        self.code = code
+
+
+class Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
     daemon_threads = True
     block_on_close = False  # in-flight calls are waited for by count, not by thread
     request_queue_size = 128
@@ -116,15 +134,9 @@ class Server(ThreadingHTTPServer):
         self.draining = False  # no more calls: idle connections close
         self.unready = False  # readiness fails: callers stop sending
         self.lock = threading.Lock()
-        self.busy = 0  # calls in flight
+        self.busy = 0  # requests in flight
         self.idle_done = threading.Condition(self.lock)
         self.idle_conns = set()  # connections waiting for their next request
-
-    def server_bind(self):
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.socket.bind(self.server_address)
-        self.server_address = self.socket.getsockname()
-        self.server_name, self.server_port = self.server_address[:2]
 
     def drain(self):
         """Stops taking calls and returns once none is in flight."""
@@ -142,162 +154,172 @@ class Server(ThreadingHTTPServer):
                 self.idle_done.wait()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "minik8s-python-runtime"
-    sys_version = ""
+class Handler(socketserver.StreamRequestHandler):
+    """HTTP/1.1 with keep-alive, as much of it as the gateway, curl and probes use."""
 
     def setup(self):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def handle_one_request(self):
+    def handle(self):
         srv = self.server
-        with srv.lock:
-            if srv.draining:
-                self.close_connection = True
-                return
-            srv.idle_conns.add(self.connection)
-        try:
-            self.raw_requestline = self.rfile.readline(65537)
-        finally:
+        while True:
             with srv.lock:
-                srv.idle_conns.discard(self.connection)
-                # A request that arrived is served, draining or not: drain waits for it.
-                if self.raw_requestline:
-                    srv.busy += 1
-        if not self.raw_requestline:
-            self.close_connection = True
-            return
-        try:
-            if len(self.raw_requestline) > 65536:
-                self.send_error(414)
-                return
-            if not self.parse_request():
-                return
-            method = getattr(self, "do_" + self.command, None)
-            if method is None:
-                self.reply(405, {"error": "method %s not allowed" % self.command})
-                return
-            method()
-            self.wfile.flush()
-        except (ConnectionError, socket.timeout):
-            self.close_connection = True
-        finally:
-            with srv.lock:
-                srv.busy -= 1
                 if srv.draining:
-                    self.close_connection = True
-                if srv.busy == 0:
-                    srv.idle_done.notify_all()
+                    return
+                srv.idle_conns.add(self.connection)
+            line = b""
+            try:
+                line = self.rfile.readline(MAX_LINE + 1)
+            except OSError:
+                pass
+            finally:
+                with srv.lock:
+                    srv.idle_conns.discard(self.connection)
+                    # A request that arrived is served, draining or not: drain waits for it.
+                    if line:
+                        srv.busy += 1
+            if not line:
+                return
+            try:
+                keep = self.serve(line)
+            except OSError:
+                keep = False
+            finally:
+                with srv.lock:
+                    srv.busy -= 1
+                    if srv.busy == 0:
+                        srv.idle_done.notify_all()
+            if not keep or srv.draining:
+                return
 
-    def reply(self, code, obj=None, body=None):
-        if body is None:
-            body = json.dumps(obj).encode()
-        head = [
-            "HTTP/1.1 %d %s" % (code, self.responses.get(code, ("",))[0]),
-            "Content-Type: application/json",
-            "Content-Length: %d" % len(body),
-            "X-Served-By: " + SERVED_BY,
-        ]
-        if self.close_connection or self.server.draining:
-            head.append("Connection: close")
-            self.close_connection = True
-        # One write: headers and body in separate segments meet delayed ACKs.
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    def serve(self, line):
+        """Answers one request; says whether the connection may be kept."""
+        try:
+            method, path, headers, keep = self.read_head(line)
+        except BadRequest as exc:
+            self.reply(exc.code, {"error": str(exc)}, keep=False)
+            return False
+        try:
+            body = self.read_body(headers)
+        except BadRequest as exc:
+            self.reply(exc.code, {"error": str(exc)}, keep=False)
+            return False
+        path = path.split("?", 1)[0]
+        if path == "/invoke" and method == "POST":
+            self.invoke(body, keep)
+        elif path == "/healthz" and method == "GET":
+            self.reply(200, {"status": "ok"}, keep=keep)
+        elif path == "/readyz" and method == "GET":
+            self.ready(keep)
+        elif path in ("/invoke", "/healthz", "/readyz"):
+            self.reply(405, {"error": "%s does not take %s" % (path, method)}, keep=keep)
+        else:
+            self.reply(404, {"error": "no such path %s" % path}, keep=keep)
+        return keep and not self.server.draining
 
-    def read_body(self):
-        """The request body, or None after answering an error."""
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+    def read_head(self, line):
+        if len(line) > MAX_LINE:
+            raise BadRequest(414, "request line too long")
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise BadRequest(400, "not an HTTP/1 request line: %r" % line[:100])
+        method, path, version = parts
+        headers = {}
+        while True:
+            h = self.rfile.readline(MAX_LINE + 1)
+            if not h:
+                raise BadRequest(400, "the connection ended in the headers")
+            if h in (b"\r\n", b"\n"):
+                break
+            if len(h) > MAX_LINE or len(headers) >= MAX_HEADERS:
+                raise BadRequest(431, "headers too large")
+            name, sep, value = h.decode("latin-1").partition(":")
+            if not sep:
+                raise BadRequest(400, "malformed header %r" % h[:100])
+            headers[name.strip().lower()] = value.strip()
+        conn = headers.get("connection", "").lower()
+        keep = conn != "close" if version == "HTTP/1.1" else conn == "keep-alive"
+        if headers.get("expect", "").lower() == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return method, path, headers, keep
+
+    def read_body(self, headers):
+        if headers.get("transfer-encoding", "").lower() == "chunked":
             chunks, size = [], 0
             while True:
                 line = self.rfile.readline(1024)
                 try:
                     n = int(line.split(b";", 1)[0].strip(), 16)
                 except ValueError:
-                    self.close_connection = True
-                    self.reply(400, {"error": "malformed chunked body"})
-                    return None
+                    raise BadRequest(400, "malformed chunked body")
                 if n == 0:
-                    while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    while self.rfile.readline(MAX_LINE) not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
                 size += n
                 if size > MAX_BODY:
-                    self.close_connection = True
-                    self.reply(413, {"error": "body larger than %d bytes" % MAX_BODY})
-                    return None
+                    raise BadRequest(413, "body larger than %d bytes" % MAX_BODY)
                 chunks.append(self.rfile.read(n))
                 self.rfile.readline(3)
         try:
-            n = int(self.headers.get("Content-Length") or 0)
+            n = int(headers.get("content-length") or 0)
         except ValueError:
             n = -1
         if n < 0:
-            self.close_connection = True
-            self.reply(400, {"error": "bad Content-Length"})
-            return None
+            raise BadRequest(400, "bad Content-Length")
         if n > MAX_BODY:
-            self.close_connection = True
-            self.reply(413, {"error": "body larger than %d bytes" % MAX_BODY})
-            return None
-        return self.rfile.read(n) if n else b""
+            raise BadRequest(413, "body larger than %d bytes" % MAX_BODY)
+        body = self.rfile.read(n) if n else b""
+        if len(body) < n:
+            raise BadRequest(400, "the connection ended in the body")
+        return body
 
-    def do_GET(self):
-        path = self.path.split("?", 1)[0]
-        if path == "/healthz":
-            self.reply(200, {"status": "ok"})
-        elif path == "/readyz":
-            if self.server.unready or self.server.draining:
-                self.reply(503, {"status": "draining"})
-            elif FUNCTION.fn is not None:
-                self.reply(200, {"status": "ready", "handler": HANDLER})
-            elif FUNCTION.failure is not None:
-                self.reply(503, dict(FUNCTION.failure, status="failed"))
-            else:
-                self.reply(503, {"status": "loading"})
+    def reply(self, code, obj=None, body=None, keep=True):
+        if body is None:
+            body = json.dumps(obj).encode()
+        head = "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Served-By: %s\r\n" % (
+            code, REASONS.get(code, ""), len(body), SERVED_BY)
+        if not keep or self.server.draining:
+            head += "Connection: close\r\n"
+        # One write: headers and body in separate segments meet delayed ACKs.
+        self.wfile.write(head.encode("latin-1") + b"\r\n" + body)
+
+    def ready(self, keep):
+        if self.server.unready or self.server.draining:
+            self.reply(503, {"status": "draining"}, keep=keep)
+        elif FUNCTION.fn is not None:
+            self.reply(200, {"status": "ready", "handler": HANDLER}, keep=keep)
+        elif FUNCTION.failure is not None:
+            self.reply(503, dict(FUNCTION.failure, status="failed"), keep=keep)
         else:
-            self.reply(404, {"error": "no such path %s" % path})
+            self.reply(503, {"status": "loading"}, keep=keep)
 
-    def do_POST(self):
-        path = self.path.split("?", 1)[0]
-        if path != "/invoke":
-            body = self.read_body()
-            if body is not None:
-                self.reply(404, {"error": "no such path %s" % path})
-            return
-        raw = self.read_body()
-        if raw is None:
-            return
+    def invoke(self, raw, keep):
         try:
             event = json.loads(raw) if raw.strip() else {}
         except ValueError as exc:  # JSONDecodeError and bad UTF-8 alike
-            self.reply(400, {"error": "the body is not JSON: %s" % exc})
+            self.reply(400, {"error": "the body is not JSON: %s" % exc}, keep=keep)
             return
         FUNCTION.loaded.wait()
         if FUNCTION.fn is None:
-            self.reply(503, FUNCTION.failure)
+            self.reply(503, FUNCTION.failure, keep=keep)
             return
         try:
             result = FUNCTION.fn(event)
         except Exception as exc:  # the handler's failure is the caller's answer
             err = error_body(exc)
             log("%s raised %s" % (HANDLER, err["error"]))
-            self.reply(500, err)
+            self.reply(500, err, keep=keep)
             return
         try:
             body = json.dumps(result).encode()
         except (TypeError, ValueError) as exc:
             err = {"error": "%s: the result of %s is not JSON: %s" % (type(exc).__name__, HANDLER, exc)}
             log(err["error"])
-            self.reply(500, err)
+            self.reply(500, err, keep=keep)
             return
-        self.reply(200, body=body)
-
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        # One line per call would dominate a busy function's log; errors are logged where
-        # they are answered.
-        pass
+        self.reply(200, body=body, keep=keep)
 
 
 def main():
@@ -320,7 +342,7 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log("listening on :%d" % srv.server_port)
+    log("listening on :%d" % srv.server_address[1])
     # Liveness answers while the module imports; readiness waits for it.
     threading.Thread(target=FUNCTION.load, daemon=True).start()
     srv.serve_forever(poll_interval=0.2)

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,7 +65,8 @@ type runtimeProc struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *syncBuffer
-	done   chan error
+	exited chan struct{} // closed once the process has exited; err is then its Wait
+	err    error
 }
 
 // startRuntime runs the runtime on a free port over a function made of files, and returns
@@ -93,7 +94,7 @@ func startRuntime(t *testing.T, handler string, files map[string]string, env ...
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &runtimeProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &runtimeProc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	port := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(errPipe)
@@ -104,17 +105,18 @@ func startRuntime(t *testing.T, handler string, files map[string]string, env ...
 				port <- rest
 			}
 		}
-		p.done <- cmd.Wait()
+		p.err = cmd.Wait()
+		close(p.exited)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-p.done
+		<-p.exited
 	})
 	select {
 	case pt := <-port:
 		p.url = "http://127.0.0.1:" + pt
-	case err := <-p.done:
-		t.Fatalf("runtime exited before listening (%v):\n%s", err, p.stderr)
+	case <-p.exited:
+		t.Fatalf("runtime exited before listening (%v):\n%s", p.err, p.stderr)
 	case <-time.After(30 * time.Second):
 		t.Fatalf("runtime did not listen within 30s:\n%s", p.stderr)
 	}
@@ -199,7 +201,8 @@ func TestRuntimeContract(t *testing.T) {
 		{"healthz", "GET", sv1.RuntimeHealthPath, ``, 200, `{"status": "ok"}`},
 		{"readyz", "GET", sv1.RuntimeReadyPath, ``, 200, `{"status": "ready", "handler": "main.handler"}`},
 		{"unknown path", "GET", "/nope", ``, 404, ``},
-		{"invoke by GET", "GET", "/invoke", ``, 404, ``},
+		{"invoke by GET", "GET", "/invoke", ``, 405, ``},
+		{"healthz by POST", "POST", "/healthz", `{}`, 405, ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := p.do(t, tc.method, tc.path, tc.body)
@@ -236,6 +239,60 @@ func TestRuntimeContract(t *testing.T) {
 				if a.body != tc.want {
 					t.Errorf("body %s, want %s", a.body, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// rawHTTP sends bytes on a fresh connection and reads until the server closes it or
+// answers want answers.
+func rawHTTP(t *testing.T, url, req string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("read: %v (got %q)", err, b)
+	}
+	return string(b)
+}
+
+func TestRuntimeHTTP(t *testing.T) {
+	p := startRuntime(t, "main.handler", map[string]string{"main.py": arith})
+	p.waitReady(t)
+	for _, tc := range []struct {
+		name, req string
+		want      []string // in order in the answer
+	}{
+		{"chunked body, connection close", "POST /invoke HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+			"6\r\n{\"a\": \r\nb\r\n1, \"b\": 2}\r\n0\r\n\r\n",
+			[]string{"HTTP/1.1 200 OK\r\n", "Connection: close\r\n", "\r\n{\"result\": 3}"}},
+		{"expect 100-continue", "POST /invoke HTTP/1.1\r\nContent-Length: 16\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n{\"a\": 1, \"b\": 1}",
+			[]string{"HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 200 OK\r\n", "{\"result\": 2}"}},
+		{"HTTP/1.0 closes", "GET /healthz HTTP/1.0\r\n\r\n", []string{"HTTP/1.1 200 OK\r\n", "Connection: close\r\n"}},
+		{"two requests on one connection", "GET /healthz HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n",
+			[]string{"HTTP/1.1 200 OK\r\n", "HTTP/1.1 404 Not Found\r\n", "Connection: close\r\n"}},
+		{"not http", "hello\r\n\r\n", []string{"HTTP/1.1 400 Bad Request\r\n", "not an HTTP/1 request line"}},
+		{"body too large", "POST /invoke HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", []string{"HTTP/1.1 413 Payload Too Large\r\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rawHTTP(t, p.url, tc.req)
+			rest := got
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("answer lacks %q (in order):\n%s", w, got)
+				}
+				rest = rest[i+len(w):]
 			}
 		})
 	}
@@ -406,15 +463,10 @@ def handler(event):
 		t.Errorf("the call in flight at SIGTERM: %d %s", a.code, a.body)
 	}
 	select {
-	case err := <-p.done:
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatal(err)
+	case <-p.exited:
+		if p.err != nil {
+			t.Errorf("runtime exited with %v after SIGTERM, want 0:\n%s", p.err, p.stderr)
 		}
-		if err != nil {
-			t.Errorf("runtime exited with %v after SIGTERM, want 0:\n%s", err, p.stderr)
-		}
-		p.done <- err // for the cleanup
 	case <-time.After(30 * time.Second):
 		t.Fatalf("runtime still running 30s after SIGTERM:\n%s", p.stderr)
 	}
