@@ -120,8 +120,8 @@ func (c *makeUpCluster) invoke(ctx context.Context, ns, name, body string) (call
 // TestServerlessFunction walks a Function's life on the make up cluster: built and called
 // with different arguments through the gateway and both kubectls, scaled to zero when idle
 // and back on a call, scaled past one pod by 30 callers for 60 s without a failed call and
-// back to zero, updated while called without a failed call, a build failure that leaves the
-// old version serving, and deleted.
+// back to zero, updated while called without a failed call, called by a cron schedule, a build
+// failure that leaves the old version serving, and deleted.
 func TestServerlessFunction(t *testing.T) {
 	c := requireMakeUp(t)
 	ns := fmt.Sprintf("e2e-fn-%d", time.Now().UnixNano()%1_000_000)
@@ -340,6 +340,20 @@ func TestServerlessFunction(t *testing.T) {
 		wg.Wait()
 		if failed.Load() > 0 {
 			t.Errorf("%d calls failed during the update, the first: %v", failed.Load(), firstErr.Load())
+		}
+	})
+
+	step("a schedule calls it", func(t *testing.T) {
+		// Schedules are not part of the source: no new version.
+		apply("*", 2, "  schedules:\n  - name: often\n    schedule: \"@every 3s\"\n    input: '{\"a\": 2, \"b\": 21}'\n")
+		fn := waitFn("called by its schedule", func(fn *serverlessv1.Function) bool {
+			return len(fn.Status.Schedules) == 1 && fn.Status.Schedules[0].LastResult == "Succeeded"
+		})
+		if fn.Status.Version != 2 || fn.Status.Schedules[0].Name != "often" || fn.Status.Schedules[0].LastScheduleTime == nil {
+			t.Errorf("status after scheduled calls: version %d, schedules %+v", fn.Status.Version, fn.Status.Schedules)
+		}
+		if out := real("-n", ns, "get", "events", "--field-selector", "involvedObject.name=calc"); !strings.Contains(out, "ScheduledCall") {
+			t.Errorf("no ScheduledCall event:\n%s", out)
 		}
 	})
 
