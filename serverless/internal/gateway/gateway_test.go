@@ -399,6 +399,12 @@ func TestColdStartHolds(t *testing.T) {
 	if e.act.n.Load() == 0 {
 		t.Error("the autoscaler was not activated")
 	}
+	// While they wait, the autoscaler is asked again every second, once for all of them.
+	before := e.act.n.Load()
+	time.Sleep(2500 * time.Millisecond)
+	if n := e.act.n.Load() - before; n < 1 || n > 3 {
+		t.Errorf("%d activations in 2.5 s of five calls waiting, want one a second", n)
+	}
 	select {
 	case a := <-results:
 		t.Fatalf("a call was answered with no pod: %+v", a)

@@ -140,7 +140,7 @@ func (g *Gateway) invoke(ctx context.Context, namespace, name string, body []byt
 	for attempt := 1; ; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, max(g.cfg.ColdStartTimeout, timeout))
 		waitStart := time.Now()
-		b, err := p.acquire(wctx, limit, maxQueue, tried, func() { g.coldStart(wctx, p, namespace, name) })
+		b, err := p.acquire(wctx, limit, maxQueue, tried, func() { g.coldStart(p, namespace, name) })
 		cancel()
 		switch {
 		case errors.Is(err, errQueueFull):
@@ -200,30 +200,41 @@ func (g *Gateway) otherPods(p *pool, tried []string) bool {
 	return false
 }
 
-// coldStart runs while a call waits with no ready pod: it asks the autoscaler for a pod at
-// once and again every second while the call waits.
-func (g *Gateway) coldStart(ctx context.Context, p *pool, namespace, name string) {
+// coldStart runs when a call waits with no ready pod: it asks the autoscaler for a pod at
+// once, and one goroutine per function asks again every second while calls still wait with
+// no ready pod (an activation may come before the function's Deployment exists).
+func (g *Gateway) coldStart(p *pool, namespace, name string) {
 	g.m.coldStarts.Inc()
 	if g.cfg.Activator == nil {
 		return
 	}
 	g.cfg.Activator.Activate(namespace, name)
+	p.mu.Lock()
+	if p.reactivating {
+		p.mu.Unlock()
+		return
+	}
+	p.reactivating = true
+	p.mu.Unlock()
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-g.baseCtx.Done():
 				return
 			case <-t.C:
-				p.mu.Lock()
-				cold := !p.anyReady() && len(p.waiters) > 0
-				p.mu.Unlock()
-				if !cold {
-					return
-				}
-				g.cfg.Activator.Activate(namespace, name)
 			}
+			p.mu.Lock()
+			cold := !p.anyReady() && len(p.waiters) > 0
+			if !cold {
+				p.reactivating = false
+			}
+			p.mu.Unlock()
+			if !cold {
+				return
+			}
+			g.cfg.Activator.Activate(namespace, name)
 		}
 	}()
 }

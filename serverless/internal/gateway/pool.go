@@ -20,6 +20,9 @@ type pool struct {
 	order    []*backend          // backends sorted by pod name, for round-robin among ties
 	rr       int
 	waiters  []*waiter
+	// reactivating: a goroutine asks the autoscaler for a pod every second while calls wait
+	// with none ready.
+	reactivating bool
 	// changed is closed and replaced whenever a pod becomes ready, for those who wait to see
 	// one (tests, benchmarks).
 	changed chan struct{}
