@@ -351,30 +351,32 @@ func TestLeastInFlight(t *testing.T) {
 	}
 }
 
-// TestContainerConcurrencyQueue: with one call per pod and a queue of two, a fourth call is
-// refused with 429 while the others wait and are then served one at a time.
+// TestContainerConcurrencyQueue: with one call per pod, at most two pods and a queue of two,
+// one pod running: the pod takes one call, and three wait (the queue and the second pod's
+// share); a fifth call is refused with 429 while the others are served one at a time.
 func TestContainerConcurrencyQueue(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.function("add", func(fn *serverlessv1.Function) {
 		fn.Spec.Scale.ContainerConcurrency = ptr[int32](1)
 		fn.Spec.Scale.MaxQueue = ptr[int32](2)
+		fn.Spec.Scale.MaxReplicas = ptr[int32](2)
 	})
 	fp := newFakePod(t, "add-1", "10.0.0.1")
 	fp.gate = make(chan struct{})
 	e.pod("add", fp, true, nil)
-	results := make(chan answer, 3)
-	for range 3 {
+	results := make(chan answer, 4)
+	for range 4 {
 		go func() { results <- e.call("add", `{"a":1,"b":1}`) }()
 	}
 	p := e.g.pool("default/add")
-	waitFor(t, "one call in flight and two queued", func() bool { return fp.inflight.Load() == 1 && p.waiting() == 2 })
+	waitFor(t, "one call in flight and three queued", func() bool { return fp.inflight.Load() == 1 && p.waiting() == 3 })
 	if a := e.call("add", `{"a":1,"b":1}`); a.status != http.StatusTooManyRequests {
-		t.Errorf("fourth call = %+v, want 429", a)
-	} else if re := errorOf(t, a.body); !strings.Contains(re.Error, "the queue is full (maxQueue 2)") {
+		t.Errorf("fifth call = %+v, want 429", a)
+	} else if re := errorOf(t, a.body); !strings.Contains(re.Error, "largest scale, and the queue is full (maxQueue 2)") {
 		t.Errorf("429 error %q does not say why", re.Error)
 	}
 	close(fp.gate)
-	for range 3 {
+	for range 4 {
 		if a := <-results; a.status != 200 {
 			t.Errorf("queued call = %+v, want 200", a)
 		}

@@ -130,6 +130,10 @@ func (g *Gateway) invoke(ctx context.Context, namespace, name string, body []byt
 	if q := fn.Spec.Scale.MaxQueue; q != nil && *q >= 0 {
 		maxQueue = int(*q)
 	}
+	maxReplicas := 0 // unknown: the queue alone bounds the waiting calls
+	if m := fn.Spec.Scale.MaxReplicas; m != nil {
+		maxReplicas = int(*m)
+	}
 
 	if g.cfg.Counter != nil {
 		end := g.cfg.Counter.Begin(key)
@@ -140,11 +144,11 @@ func (g *Gateway) invoke(ctx context.Context, namespace, name string, body []byt
 	for attempt := 1; ; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, max(g.cfg.ColdStartTimeout, timeout))
 		waitStart := time.Now()
-		b, err := p.acquire(wctx, limit, maxQueue, tried, func() { g.coldStart(p, namespace, name) })
+		b, err := p.acquire(wctx, limit, maxQueue, maxReplicas, tried, func() { g.coldStart(p, namespace, name) })
 		cancel()
 		switch {
 		case errors.Is(err, errQueueFull):
-			return errorResult(http.StatusTooManyRequests, fmt.Sprintf("function %s: every pod is at its limit and the queue is full (maxQueue %d)", key, maxQueue))
+			return errorResult(http.StatusTooManyRequests, fmt.Sprintf("function %s: every pod is at its limit, the function at its largest scale, and the queue is full (maxQueue %d)", key, maxQueue))
 		case err != nil && ctx.Err() != nil:
 			return errorResult(499, "the caller went away")
 		case err != nil:

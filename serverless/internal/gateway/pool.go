@@ -89,11 +89,32 @@ func (p *pool) anyReady() bool {
 	return false
 }
 
+func (p *pool) readyCount() int {
+	n := 0
+	for _, b := range p.order {
+		if b.ready() {
+			n++
+		}
+	}
+	return n
+}
+
+// queueBound is how many calls may wait for a pod with ready pods serving: maxQueue, plus, with
+// a per-pod limit, the calls the pods still to come up to maxReplicas will take. A call is thus
+// refused only once the function's largest scale is saturated and its queue full; below it the
+// call waits for the pods the autoscaler is adding.
+func queueBound(limit, maxQueue, maxReplicas, ready int) int {
+	if limit > 0 && maxReplicas > ready {
+		return maxQueue + (maxReplicas-ready)*limit
+	}
+	return maxQueue
+}
+
 // acquire takes a slot on a pod: at once when one is free, else after waiting in the queue
-// (at most maxQueue calls wait while some pod is ready; calls waiting for a first pod are
+// (at most queueBound calls wait while some pod is ready; calls waiting for a first pod are
 // never refused). onCold is called when the call waits with no pod ready. The caller must
 // release the backend.
-func (p *pool) acquire(ctx context.Context, limit, maxQueue int, exclude []string, onCold func()) (*backend, error) {
+func (p *pool) acquire(ctx context.Context, limit, maxQueue, maxReplicas int, exclude []string, onCold func()) (*backend, error) {
 	p.mu.Lock()
 	if b := p.pick(limit, exclude); b != nil {
 		b.inflight++
@@ -101,7 +122,7 @@ func (p *pool) acquire(ctx context.Context, limit, maxQueue int, exclude []strin
 		return b, nil
 	}
 	cold := !p.anyReady()
-	if !cold && len(p.waiters) >= maxQueue {
+	if !cold && len(p.waiters) >= queueBound(limit, maxQueue, maxReplicas, p.readyCount()) {
 		p.mu.Unlock()
 		return nil, errQueueFull
 	}
