@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/informer"
@@ -106,6 +107,11 @@ func New(cfg Config) *Gateway {
 		m:     newMetrics(cfg.Registerer),
 	}
 	cfg.Pods.AddEventHandler(g.podHandler())
+	cfg.Functions.AddEventHandler(informer.HandlerFuncs{DeleteFunc: func(obj runtime.Object) {
+		if fn, ok := informer.DeletedObject(obj).(*serverlessv1.Function); ok {
+			g.forgetIfGone(fn.Namespace, fn.Name)
+		}
+	}})
 	return g
 }
 

@@ -512,3 +512,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDeletedFunctionForgotten: a deleted function's pool stays while its pods are there and
+// goes with the last of them, so the gateway keeps no record of functions that are gone.
+func TestDeletedFunctionForgotten(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.function("add", nil)
+	pod := e.pod("add", newFakePod(t, "add-1", "10.0.0.1"), true, nil)
+	if a := e.call("add", `{"a":1,"b":2}`); a.status != http.StatusOK {
+		t.Fatalf("call = %+v", a)
+	}
+	pools := func() int {
+		e.g.mu.Lock()
+		defer e.g.mu.Unlock()
+		return len(e.g.pools)
+	}
+	fn, ok := e.fns.Store().Get("default/add")
+	if !ok {
+		t.Fatal("function add not in the cache")
+	}
+	if _, err := e.fns.Apply(watch.Deleted, fn); err != nil {
+		t.Fatal(err)
+	}
+	if n := pools(); n != 1 {
+		t.Errorf("%d pools with the deleted function's pod still running, want 1", n)
+	}
+	e.g.podGone(pod)
+	if n := pools(); n != 0 {
+		t.Errorf("%d pools once the deleted function's last pod is gone, want 0", n)
+	}
+}

@@ -98,6 +98,28 @@ func (g *Gateway) podGone(pod *corev1.Pod) {
 		p.dropLocked(b)
 	}
 	p.mu.Unlock()
+	g.forgetIfGone(pod.Namespace, pod.Labels[serverlessv1.LabelFunction])
+}
+
+// forgetIfGone drops the pool of a function that no longer exists once nothing is in it (its
+// pods gone, no call waiting), so a gateway's memory follows the functions that exist.
+func (g *Gateway) forgetIfGone(namespace, name string) {
+	if _, err := g.functions.Get(namespace, name); err == nil {
+		return
+	}
+	key := namespace + "/" + name
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.pools[key]
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	idle := len(p.backends) == 0 && len(p.waiters) == 0 && !p.reactivating
+	p.mu.Unlock()
+	if idle {
+		delete(g.pools, key)
+	}
 }
 
 func podReady(pod *corev1.Pod) bool {
