@@ -236,7 +236,7 @@ func (c *Controller) create(ctx context.Context, key string, job *batchv1.Job, p
 	c.expectations.ExpectCreations(key, n, c.cfg.Clock.Now())
 	var mu sync.Mutex
 	next := 0
-	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, func(ctx context.Context) error {
+	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, reconcile.SlowStartParallel, func(ctx context.Context) error {
 		index := -1
 		if len(plan.Indexes) > 0 {
 			mu.Lock()

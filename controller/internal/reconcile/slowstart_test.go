@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -31,7 +32,7 @@ func TestSlowStart(t *testing.T) {
 			calls := 0
 			var batches []int
 			inBatch, batchOf := 0, 0
-			ok, attempted, err := SlowStart(t.Context(), tt.count, 1, func(context.Context) error {
+			ok, attempted, err := SlowStart(t.Context(), tt.count, 1, 3, func(context.Context) error {
 				mu.Lock()
 				defer mu.Unlock()
 				calls++
@@ -67,4 +68,28 @@ func sum(xs []int) int {
 		n += x
 	}
 	return n
+}
+
+// TestSlowStartParallel checks that no more than parallel calls are in flight at once, while
+// a batch still runs as many calls as it is long.
+func TestSlowStartParallel(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	ok, attempted, err := SlowStart(t.Context(), 100, 1, 4, func(context.Context) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return nil
+	})
+	if ok != 100 || attempted != 100 || err != nil {
+		t.Fatalf("SlowStart = %d ok, %d attempted, %v; want 100, 100, nil", ok, attempted, err)
+	}
+	if most != 4 {
+		t.Errorf("at most %d calls in flight; want 4", most)
+	}
 }

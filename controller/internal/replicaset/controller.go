@@ -381,7 +381,7 @@ func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []
 // observed at once, so the next sync tries them again.
 func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
 	c.expectations.ExpectCreations(key, n, c.cfg.Clock.Now())
-	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, func(ctx context.Context) error {
+	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, reconcile.SlowStartParallel, func(ctx context.Context) error {
 		pod, err := c.cfg.API.CreatePod(ctx, PodFromTemplate(rs))
 		if err != nil {
 			c.expectations.CreationObserved(key)
