@@ -66,6 +66,7 @@ func main() {
 	fs.IntVar(&dcfg.Rounds, "deploy-rounds", dcfg.Rounds, "rounds of the deployments suite on its cluster, alternating which way goes first")
 	fs.BoolVar(&dcfg.Real, "deploy-real", dcfg.Real, "the deployments suite also measures -deploy-real-replicas real pods the same way on make up's cluster (which must run)")
 	fs.IntVar(&dcfg.RealReplicas, "deploy-real-replicas", dcfg.RealReplicas, "real pods per measurement in the deployments suite")
+	fs.IntVar(&dcfg.ProfileWhole, "deploy-profile-whole", 0, "with -deploy-profile: profile this many seconds from each measurement's start instead of 1 s from its last pod created")
 	fs.StringVar(&dcfg.ProfileDir, "deploy-profile", "", "the deployments suite splits each hollow-node measurement by process (CPU, apiserver requests, syncs) and writes 1 s CPU profiles of the apiserver, scheduler and controller-manager from its last pod created to this directory")
 	fs.IntVar(&hcfg.Rounds, "hpa-rounds", hcfg.Rounds, "load-to-scale measurements of the hpa suite, each on a fresh Deployment")
 	fs.DurationVar(&hcfg.SyncPeriod, "hpa-sync-period", hcfg.SyncPeriod, "the running controller-manager's --horizontal-pod-autoscaler-sync-period, the hpa suite's baseline for the decision")

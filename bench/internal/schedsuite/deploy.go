@@ -46,7 +46,10 @@ type DeployConfig struct {
 	// apiserver, scheduler and controller-manager from its last pod created,
 	// <namespace>-<process>.pprof.
 	ProfileDir string
-	probe      *deployProbe
+	// ProfileWhole, when positive, profiles that many seconds from each measurement's start
+	// instead.
+	ProfileWhole int
+	probe        *deployProbe
 	// template makes the pods of a measurement (newPod when nil).
 	template func(name string) *corev1.Pod
 }
@@ -392,7 +395,11 @@ func (cfg DeployConfig) probeStart(ctx context.Context, ns string) (allCreated f
 		return nil, func() DeployCost { return DeployCost{} }
 	}
 	from := p.sample(ctx)
-	return func() { p.profileTail(ns) }, func() DeployCost { return from.cost(p.sample(ctx)) }
+	if cfg.ProfileWhole > 0 {
+		p.profile(ns, cfg.ProfileWhole)
+		return nil, func() DeployCost { return from.cost(p.sample(ctx)) }
+	}
+	return func() { p.profile(ns, 1) }, func() DeployCost { return from.cost(p.sample(ctx)) }
 }
 
 // directPods creates cfg.Replicas pods with cfg.Clients goroutines and returns the time from

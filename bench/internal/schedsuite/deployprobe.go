@@ -90,13 +90,14 @@ func (s probeSample) cost(to probeSample) DeployCost {
 	return c
 }
 
-// profileTail starts a 1 s CPU profile of every process, written as <label>-<process>.pprof.
-func (p *deployProbe) profileTail(label string) {
+// profile starts a CPU profile of seconds of every process, written as
+// <label>-<process>.pprof.
+func (p *deployProbe) profile(label string, seconds int) {
 	for name, base := range p.pprof {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			profile(context.Background(), base+"/profile?seconds=1", filepath.Join(p.dir, label+"-"+name+".pprof"), p.log)
+			profile(context.Background(), base+fmt.Sprintf("/profile?seconds=%d", seconds), filepath.Join(p.dir, label+"-"+name+".pprof"), p.log)
 		}()
 	}
 }
