@@ -14,13 +14,13 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
-	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/leaderelection"
 	"minik8s.io/shared/metrics"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )

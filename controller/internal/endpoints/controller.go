@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/controller/internal/backends"
-	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue/clock"
 )
 

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/scheme"
 	"minik8s.io/shared/workqueue/clock"
 )

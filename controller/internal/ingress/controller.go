@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue/clock"
 )
 

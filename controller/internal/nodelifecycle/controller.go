@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/metrics"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
 )

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"minik8s.io/controller/internal/reconcile"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue/clock"
 )
 
