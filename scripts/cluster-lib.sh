@@ -400,7 +400,7 @@ ensure_apiserver() {
 host_kubeconfigs() {
   local c
   mkdir -p "$CLUSTER_DIR/kubeconfigs"
-  for c in scheduler controller-manager kubeproxy; do
+  for c in scheduler controller-manager kubeproxy serverless; do
     node_kubeconfig "$MINIK8S_HOME/kubeconfigs/$c.kubeconfig" "$CLUSTER_DIR/kubeconfigs/$c.kubeconfig"
   done
   node_kubeconfig "$MINIK8S_HOME/kubeconfig" "$CLUSTER_DIR/kubeconfig"

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -64,6 +65,7 @@ func requireControlPlaneBinaries(t *testing.T) {
 			"minik8s.io/scheduler/cmd/scheduler",
 			"minik8s.io/controller/cmd/controller-manager",
 			"minik8s.io/kubeproxy/cmd/kubeproxy",
+			"minik8s.io/serverless/cmd/serverless",
 		} {
 			path := filepath.Join(bins.dir, filepath.Base(pkg))
 			if out, err := exec.CommandContext(ctx, "go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
@@ -178,6 +180,7 @@ type netCluster struct {
 	env         []string
 	srv         *apiserver // only its home: the scripts run the apiserver
 	ns          string     // namespace of the test's pods
+	gateway     string     // the serverless gateway (host:port), once startServerless ran
 
 	kubectlReal, kubectl kubectl
 	nodes                *client.Typed[*corev1.Node, *corev1.NodeList]
@@ -319,7 +322,7 @@ func (c *netCluster) nodeSh(t *testing.T, args ...string) string {
 // cleanup shows the logs of a failed test, then removes the cluster.
 func (c *netCluster) cleanup(t *testing.T) {
 	if t.Failed() {
-		for _, p := range []string{"apiserver", "scheduler", "controller-manager"} {
+		for _, p := range []string{"apiserver", "scheduler", "controller-manager", "serverless"} {
 			if f := filepath.Join(c.home, "logs", p+".log"); fileExists(f) {
 				t.Logf("last lines of the %s log:\n%s", p, tailFile(f, 30))
 			}
@@ -351,6 +354,18 @@ func (c *netCluster) startControlPlane(t *testing.T, schedulerArgs, controllerAr
 	c.run(t, []string{"HOST_COMPONENTS=scheduler controller-manager",
 		"SCHEDULER_EXTRA_ARGS=" + strings.Join(schedulerArgs, " "),
 		"CONTROLLER_MANAGER_EXTRA_ARGS=" + strings.Join(controllerArgs, " ")}, "cluster.sh", "up")
+}
+
+// startServerless starts the serverless component (cluster.sh up again with HOST_COMPONENTS
+// serverless): function controller and builder on this host's Docker, gateway on the bridge
+// address (c.gateway), calls counted in this host's Redis; cluster.sh down stops it.
+func (c *netCluster) startServerless(t *testing.T) {
+	t.Helper()
+	if out, err := exec.CommandContext(t.Context(), "docker", "image", "inspect", "--format", "{{.Id}}", runtimeImage).CombinedOutput(); err != nil {
+		t.Fatalf("the function images' base %s is not in this host's Docker (make images builds it): %v\n%s", runtimeImage, err, out)
+	}
+	c.run(t, []string{"HOST_COMPONENTS=serverless"}, "cluster.sh", "up")
+	c.gateway = net.JoinHostPort(c.hostIP, "8090")
 }
 
 // waitNode polls the Node until cond holds.

@@ -24,7 +24,9 @@ import (
 // scripts/node.sh): three nodes Ready with pod CIDRs of their own that this host routes to;
 // node.sh exec inside the node's namespace; the pod network, Services, cluster DNS and Ingress
 // across the nodes (networkingSteps); PersistentVolumes provisioned in the cluster's shared
-// directory, written on one node and read on another (volumeSteps); node.sh stop/start and cut/restore taking a node NotReady
+// directory, written on one node and read on another (volumeSteps); a Function built on this
+// host whose image reaches the nodes running its pods, called through the gateway and both
+// kubectls with answers from several nodes, then deleted (serverlessSteps); node.sh stop/start and cut/restore taking a node NotReady
 // and back; and cluster.sh down leaving no namespace, link, route, rule, process, mount,
 // cgroup, state or broker vhost and user behind.
 func TestCluster(t *testing.T) {
@@ -112,6 +114,7 @@ func TestCluster(t *testing.T) {
 
 	c.networkingSteps(t, step, n1, n2, n3)
 	c.volumeSteps(t, step, n1, n2)
+	c.serverlessSteps(t, step)
 
 	step("stop and cut take a node NotReady; start and restore bring it back", func(t *testing.T) {
 		c.nodeSh(t, "stop", n2.name)
@@ -163,8 +166,8 @@ func TestCluster(t *testing.T) {
 				procs[pid] = string(cmd)
 			}
 		}
-		if len(procs) != 3*5+3 {
-			t.Errorf("before cluster.sh down: %d processes from %d pid files, want 18 (5 per node, apiserver, scheduler, controller-manager)", len(procs), len(pidFiles))
+		if len(procs) != 3*5+4 {
+			t.Errorf("before cluster.sh down: %d processes from %d pid files, want 19 (5 per node, apiserver, scheduler, controller-manager, serverless)", len(procs), len(pidFiles))
 		}
 
 		c.run(t, nil, "cluster.sh", "down")
