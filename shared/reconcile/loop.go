@@ -30,6 +30,9 @@ type Loop struct {
 	// Keys lists every key to revisit each Resync (e.g. every Service in the cache).
 	Keys   func() []string
 	Resync time.Duration
+	// Resynced, if set, runs after Keys are queued each resync, for keys no cache lists (the
+	// function controller queues there the deleted functions that left images behind).
+	Resynced func(ctx context.Context)
 	// Synced are the informers' HasSynced: nothing is reconciled before they all are.
 	Synced []func() bool
 	Logger *slog.Logger
@@ -41,11 +44,17 @@ type Loop struct {
 
 // New returns a loop with its queue, both reporting to the registry of SetMetrics; fill in the
 // rest before Run.
-func New(name string, clk clock.Clock) *Loop {
+func New(name string, clk clock.Clock) *Loop { return NewIn(registry.Load(), name, clk) }
+
+// NewIn is New reporting to reg rather than to the registry of SetMetrics: for a component
+// that passes its registry around instead (serverless); nil reports nowhere.
+func NewIn(reg *metrics.Registry, name string, clk clock.Clock) *Loop {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Loop{Name: name, Workers: 2, Resync: time.Minute, Queue: NewQueue(name, clk), clock: clk, metrics: SyncMetrics(name)}
+	return &Loop{Name: name, Workers: 2, Resync: time.Minute, clock: clk,
+		Queue:   workqueue.New(workqueue.Config[string]{Clock: clk, Metrics: reg.Queue(name)}),
+		metrics: reg.Controller(name)}
 }
 
 // Tune sets Workers and Resync to the values a controller was configured with; zero keeps
@@ -87,6 +96,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	for {
 		for _, k := range l.Keys() {
 			l.Queue.Add(k)
+		}
+		if l.Resynced != nil {
+			l.Resynced(ctx)
 		}
 		t := l.clock.NewTimer(l.Resync)
 		select {

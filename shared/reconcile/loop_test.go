@@ -9,14 +9,15 @@ import (
 )
 
 // TestLoop checks the loop's contract: every key from Keys is synced, a failing key is
-// retried until it succeeds, a Requeue comes back without counting as a failure, and Run
-// returns once ctx ends.
+// retried until it succeeds, a Requeue comes back without counting as a failure, a key queued
+// by Resynced is synced too, and Run returns once ctx ends.
 func TestLoop(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string]int{}
 	l := New("test", nil)
 	l.Keys = func() []string { return []string{"ok", "flaky", "waits"} }
 	l.Resync = time.Hour
+	l.Resynced = func(context.Context) { l.Add("unlisted") }
 	l.Sync = func(_ context.Context, key string) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -35,14 +36,14 @@ func TestLoop(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mu.Lock()
-		ok := calls["ok"] == 1 && calls["flaky"] == 3 && calls["waits"] == 2
-		snapshot := map[string]int{"ok": calls["ok"], "flaky": calls["flaky"], "waits": calls["waits"]}
+		ok := calls["ok"] == 1 && calls["flaky"] == 3 && calls["waits"] == 2 && calls["unlisted"] == 1
+		snapshot := map[string]int{"ok": calls["ok"], "flaky": calls["flaky"], "waits": calls["waits"], "unlisted": calls["unlisted"]}
 		mu.Unlock()
 		if ok {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("calls %v, want ok 1, flaky 3, waits 2", snapshot)
+			t.Fatalf("calls %v, want ok 1, flaky 3, waits 2, unlisted 1", snapshot)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

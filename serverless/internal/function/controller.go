@@ -19,7 +19,7 @@ import (
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/kubeletclient"
 	"minik8s.io/shared/metrics"
-	"minik8s.io/shared/workqueue"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -52,8 +52,7 @@ type Controller struct {
 	functions   informer.Lister[*serverlessv1.Function]
 	deployments informer.Lister[*appsv1.Deployment]
 	nodes       informer.Lister[*corev1.Node]
-	queue       *workqueue.Queue[string]
-	sync        *metrics.Controller
+	loop        *reconcile.Loop
 	schedules   *scheduler
 	log         *slog.Logger
 
@@ -86,12 +85,6 @@ func New(cfg Config) *Controller {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 2
-	}
-	if cfg.Resync <= 0 {
-		cfg.Resync = time.Minute
-	}
 	if cfg.BuildTimeout <= 0 {
 		cfg.BuildTimeout = 10 * time.Minute
 	}
@@ -100,8 +93,7 @@ func New(cfg Config) *Controller {
 		functions:   informer.NewLister[*serverlessv1.Function](cfg.Functions.Store()),
 		deployments: informer.NewLister[*appsv1.Deployment](cfg.Deployments.Store()),
 		nodes:       informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
-		queue:       workqueue.New(workqueue.Config[string]{Clock: cfg.Clock, Metrics: cfg.Metrics.Queue("function")}),
-		sync:        cfg.Metrics.Controller("function"),
+		loop:        reconcile.NewIn(cfg.Metrics, "function", cfg.Clock),
 		log:         cfg.Logger.With("controller", "function"),
 		builds:      map[string]*build{},
 		outcomes:    map[string]BuildOutcome{},
@@ -111,9 +103,14 @@ func New(cfg Config) *Controller {
 		lastSchedules: map[string][]serverlessv1.FunctionScheduleStatus{},
 	}
 	c.schedules = newScheduler(cfg.Caller, c.recordScheduleCall, c.log)
+	c.loop.Tune(cfg.Workers, cfg.Resync)
+	c.loop.Sync = c.reconcile
+	c.loop.Keys = c.keys
+	c.loop.Resynced = c.queueGone
+	c.loop.Logger = cfg.Logger
 	enqueue := func(obj runtime.Object) {
 		if key, err := informer.KeyOf(obj); err == nil {
-			c.queue.Add(key)
+			c.loop.Add(key)
 		}
 	}
 	cfg.Functions.AddEventHandler(informer.HandlerFuncs{
@@ -129,7 +126,7 @@ func New(cfg Config) *Controller {
 			return
 		}
 		if ref := metav1.GetControllerOf(d); ref != nil && ref.Kind == "Function" && ref.APIVersion == serverlessv1.SchemeGroupVersion.String() {
-			c.queue.Add(d.Namespace + "/" + ref.Name)
+			c.loop.Add(d.Namespace + "/" + ref.Name)
 		}
 	}
 	cfg.Deployments.AddEventHandler(informer.HandlerFuncs{
@@ -178,46 +175,32 @@ func (c *Controller) nodeReady(oldObj, obj runtime.Object) {
 // Start reconciles until ctx ends, then stops the builds and schedules and drains.
 func (c *Controller) Start(ctx context.Context) error {
 	if !informer.WaitForSync(ctx, c.cfg.Functions.HasSynced, c.cfg.Deployments.HasSynced, c.cfg.Nodes.HasSynced) {
-		c.queue.ShutDown()
+		c.loop.Queue.ShutDown()
 		return nil
 	}
-	c.log.Info("started", "workers", c.cfg.Workers, "resync", c.cfg.Resync)
 	c.schedules.start()
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
+	err := c.loop.Run(ctx)
+	c.schedules.stop()
+	c.mu.Lock()
+	for _, b := range c.builds {
+		b.cancel()
 	}
-	for {
-		c.resync(ctx)
-		t := c.cfg.Clock.NewTimer(c.cfg.Resync)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			c.queue.ShutDown()
-			wg.Wait()
-			c.schedules.stop()
-			c.mu.Lock()
-			for _, b := range c.builds {
-				b.cancel()
-			}
-			c.mu.Unlock()
-			return nil
-		case <-t.C():
-		}
-	}
+	c.mu.Unlock()
+	return err
 }
 
-// resync queues every function, and every function that is gone but left images.
-func (c *Controller) resync(ctx context.Context) {
+// keys are the functions in the cache, queued each resync.
+func (c *Controller) keys() []string {
 	fns, _ := c.functions.List(nil)
+	keys := make([]string, 0, len(fns))
 	for _, fn := range fns {
-		c.queue.Add(fn.Namespace + "/" + fn.Name)
+		keys = append(keys, fn.Namespace+"/"+fn.Name)
 	}
+	return keys
+}
+
+// queueGone queues, each resync, every function that is gone but left images.
+func (c *Controller) queueGone(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	keys, err := c.cfg.Images.Functions(lctx)
@@ -228,42 +211,10 @@ func (c *Controller) resync(ctx context.Context) {
 	for _, key := range keys {
 		ns, name := informer.SplitKey(key)
 		if _, err := c.functions.Get(ns, name); errors.Is(err, apierror.ErrNotFound) {
-			c.queue.Add(key)
+			c.loop.Add(key)
 		}
 	}
 }
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	start := c.cfg.Clock.Now()
-	err := c.reconcile(ctx, key)
-	took := c.cfg.Clock.Since(start)
-	var rq requeue
-	switch {
-	case err == nil:
-		c.sync.Observe(took, metrics.ResultSuccess)
-		c.queue.Forget(key)
-	case errors.As(err, &rq):
-		c.sync.Observe(took, metrics.ResultRequeue)
-		c.queue.AddAfter(key, rq.after)
-	default:
-		c.sync.Observe(took, metrics.ResultError)
-		if ctx.Err() == nil {
-			c.log.Warn("sync failed, requeueing", "key", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-	}
-	return true
-}
-
-// requeue asks for another look after a while without counting a failure.
-type requeue struct{ after time.Duration }
-
-func (r requeue) Error() string { return "requeue after " + r.after.String() }
 
 func (c *Controller) reconcile(ctx context.Context, key string) error {
 	ns, name := informer.SplitKey(key)
@@ -290,7 +241,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if finished {
 		if st.Build == nil || st.Build.Version < out.Version {
 			// The cache has not seen the status that started this build yet.
-			return requeue{200 * time.Millisecond}
+			return reconcile.Requeue{After: 200 * time.Millisecond}
 		}
 		if FinishBuild(st, out, now) {
 			if out.Err != nil {
@@ -330,7 +281,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 				return nil
 			}
 			if errors.Is(err, apierror.ErrConflict) {
-				return requeue{100 * time.Millisecond}
+				return reconcile.Requeue{After: 100 * time.Millisecond}
 			}
 			return fmt.Errorf("status of function %s: %w", key, err)
 		}
@@ -359,7 +310,7 @@ func (c *Controller) deploy(ctx context.Context, fn *serverlessv1.Function, st *
 		err := c.cfg.API.CreateDeployment(ctx, want)
 		if errors.Is(err, apierror.ErrAlreadyExists) {
 			// The cache has not seen our last creation yet: look again once it has.
-			return requeue{time.Second}
+			return reconcile.Requeue{After: time.Second}
 		}
 		if err != nil {
 			return fmt.Errorf("create deployment %s/%s: %w", fn.Namespace, fn.Name, err)
@@ -377,7 +328,7 @@ func (c *Controller) deploy(ctx context.Context, fn *serverlessv1.Function, st *
 	}
 	if err := c.cfg.API.UpdateDeployment(ctx, upd); err != nil {
 		if errors.Is(err, apierror.ErrConflict) {
-			return requeue{100 * time.Millisecond}
+			return reconcile.Requeue{After: 100 * time.Millisecond}
 		}
 		return fmt.Errorf("update deployment %s/%s: %w", fn.Namespace, fn.Name, err)
 	}
@@ -455,7 +406,7 @@ func (c *Controller) startBuild(fn *serverlessv1.Function, version int64, hash s
 			c.outcomes[key] = BuildOutcome{Version: version, SourceHash: hash, Image: req.Image, Log: log, Err: err}
 		}
 		c.mu.Unlock()
-		c.queue.Add(key)
+		c.loop.Add(key)
 	}()
 }
 
@@ -489,7 +440,7 @@ func (c *Controller) gone(ctx context.Context, key, ns, name string) error {
 	}
 	if len(inUse) > 0 {
 		// A pod of the function may still be stopping.
-		return requeue{5 * time.Second}
+		return reconcile.Requeue{After: 5 * time.Second}
 	}
 	return nil
 }

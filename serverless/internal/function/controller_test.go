@@ -16,6 +16,7 @@ import (
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
 )
 
@@ -287,7 +288,7 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 	if _, err := e.fns.Apply(watch.Deleted, f); err != nil {
 		t.Fatal(err)
 	}
-	var rq requeue
+	var rq reconcile.Requeue
 	if err := e.c.reconcile(t.Context(), "default/add"); !errors.As(err, &rq) {
 		t.Errorf("deleted with an image in use: %v, want a requeue", err)
 	}
@@ -310,7 +311,7 @@ func TestReconcileWaitsForItsOwnStatus(t *testing.T) {
 	e.waitBuild(f)
 	// The cache still shows the function before the status that started the build: the
 	// outcome waits, and the same version is not built twice.
-	var rq requeue
+	var rq reconcile.Requeue
 	if err := e.c.reconcile(t.Context(), "default/add"); !errors.As(err, &rq) {
 		t.Fatalf("outcome before the cache saw the build: %v, want a requeue", err)
 	}
