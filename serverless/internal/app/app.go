@@ -142,13 +142,18 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logge
 	return nil
 }
 
-// redisPrefix is the Redis key prefix of this cluster's counters: its bus vhost names it.
-func redisPrefix(amqpURL string) string {
-	vhost := "default"
+// clusterName names this cluster where several share one Redis or Docker engine: its bus
+// vhost, of its own per cluster.
+func clusterName(amqpURL string) string {
 	if u, err := url.Parse(amqpURL); err == nil {
 		if v := strings.Trim(u.Path, "/"); v != "" {
-			vhost = v
+			return v
 		}
 	}
-	return "minik8s:serverless:" + vhost + ":"
+	return "default"
+}
+
+// redisPrefix is the Redis key prefix of this cluster's counters.
+func redisPrefix(amqpURL string) string {
+	return "minik8s:serverless:" + clusterName(amqpURL) + ":"
 }

@@ -21,6 +21,7 @@ import (
 // images is the function controller's Builder and Images over the Docker engine of this host.
 type images struct {
 	docker      *client.Client
+	cluster     string // the LabelCluster of this cluster's images
 	builder     *build.Builder
 	distributor *distribute.Distributor
 	log         *slog.Logger
@@ -37,9 +38,12 @@ func newImages(cfg Config, token string, log *slog.Logger) (*images, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	b := build.New(build.Config{Engine: dc, Base: cfg.RuntimeImage, Timeout: cfg.BuildTimeout, PipArgs: cfg.PipArgs})
+	// Images are labeled with this cluster's name: another cluster on this host's engine
+	// (make up's beside make cluster's) neither lists nor removes them as its own.
+	cluster := clusterName(cfg.AMQPURL)
+	b := build.New(build.Config{Engine: dc, Base: cfg.RuntimeImage, Timeout: cfg.BuildTimeout, PipArgs: cfg.PipArgs, Cluster: cluster})
 	d := distribute.New(distribute.Config{Engine: dc, Token: token, Timeout: cfg.BuildTimeout, Logger: log.With("part", "distribute")})
-	return &images{docker: dc, builder: b, distributor: d, log: log}, nil
+	return &images{docker: dc, cluster: cluster, builder: b, distributor: d, log: log}, nil
 }
 
 func (i *images) Build(ctx context.Context, req function.BuildRequest, progress func(string)) (string, error) {
@@ -66,7 +70,8 @@ func (i *images) Remove(ctx context.Context, namespace, name string, keep int64)
 func (i *images) Functions(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	list, err := i.docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", build.LabelNamespace))})
+	list, err := i.docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", build.LabelNamespace),
+		filters.Arg("label", build.LabelCluster+"="+i.cluster))})
 	if err != nil {
 		return nil, fmt.Errorf("list function images: %w", err)
 	}

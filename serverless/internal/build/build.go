@@ -47,6 +47,10 @@ type Config struct {
 	Timeout time.Duration
 	// PipArgs are added to pip install, e.g. "--index-url", "http://mirror/simple".
 	PipArgs []string
+	// Cluster labels the images built (LabelCluster), and Remove takes only images with
+	// that label, so clusters sharing the engine never remove each other's. Empty: no label,
+	// and Remove takes the function's images whatever their cluster.
+	Cluster string
 }
 
 // Builder builds and removes function images. New does no I/O.
@@ -85,6 +89,7 @@ const logTailLines = 40
 // or the build timing out. Nothing is tagged unless the build succeeded.
 func (b *Builder) Build(ctx context.Context, src Source, progress func(line string)) (Result, error) {
 	res := Result{Image: Image(src.Namespace, src.Name, src.Version)}
+	src.Cluster = b.cfg.Cluster
 	tarball, err := Context(b.cfg.Base, src, b.cfg.PipArgs)
 	if err != nil {
 		return res, fmt.Errorf("build %s: %w", res.Image, err)
@@ -223,6 +228,9 @@ func (b *Builder) Remove(ctx context.Context, namespace, name string, keep int64
 	f := filters.NewArgs(
 		filters.Arg("label", LabelNamespace+"="+namespace),
 		filters.Arg("label", sv1.LabelFunction+"="+name))
+	if b.cfg.Cluster != "" {
+		f.Add("label", LabelCluster+"="+b.cfg.Cluster)
+	}
 	images, err := b.cfg.Engine.ImageList(ctx, image.ListOptions{Filters: f})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list images of function %s/%s: %w", namespace, name, err)

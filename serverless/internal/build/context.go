@@ -17,11 +17,17 @@ import (
 // sv1.LabelFunction and sv1.LabelVersion).
 const LabelNamespace = sv1.GroupName + "/namespace"
 
+// LabelCluster names the cluster whose serverless component built an image: clusters that
+// share a Docker engine (make up's and make cluster's on one host) each remove only their own.
+const LabelCluster = sv1.GroupName + "/cluster"
+
 // DefaultBase is the runtime base image function images are built on.
 const DefaultBase = "minik8s/python-runtime:latest"
 
 // Source is what one version of a function is built from.
 type Source struct {
+	// Cluster is the cluster building it (the image's LabelCluster; none when empty).
+	Cluster         string
 	Namespace, Name string
 	// Version is the Function's status.version being built (1, 2, ...).
 	Version int64
@@ -43,13 +49,18 @@ func Repository(namespace, name string) string {
 	return "minik8s-fn/" + namespace + "." + name
 }
 
-// Labels are the labels a function version's image carries.
-func Labels(namespace, name string, version int64) map[string]string {
-	return map[string]string{
+// Labels are the labels a function version's image carries; LabelCluster when cluster is
+// not empty.
+func Labels(cluster, namespace, name string, version int64) map[string]string {
+	l := map[string]string{
 		LabelNamespace:    namespace,
 		sv1.LabelFunction: name,
 		sv1.LabelVersion:  strconv.FormatInt(version, 10),
 	}
+	if cluster != "" {
+		l[LabelCluster] = cluster
+	}
+	return l
 }
 
 // HandlerFile is where a function image names its handler for the runtime (the pod's
@@ -75,7 +86,7 @@ func Dockerfile(base string, src Source, pipArgs []string) string {
 	b.WriteString("COPY --chown=10001:10001 function/ /function/\n")
 	fmt.Fprintf(&b, "RUN python3 -m compileall -q /function && echo %s > %s\n", src.Handler, HandlerFile)
 	// One LABEL instruction: Docker's build options would add one step per label.
-	labels := Labels(src.Namespace, src.Name, src.Version)
+	labels := Labels(src.Cluster, src.Namespace, src.Name, src.Version)
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k)

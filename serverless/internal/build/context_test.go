@@ -167,7 +167,11 @@ func TestNames(t *testing.T) {
 		"serverless.minik8s.io/function":  "thumb",
 		"serverless.minik8s.io/version":   "12",
 	}
-	if d := cmp.Diff(want, Labels("team-a", "thumb", 12)); d != "" {
+	if d := cmp.Diff(want, Labels("", "team-a", "thumb", 12)); d != "" {
 		t.Errorf("Labels (-want +got):\n%s", d)
+	}
+	want["serverless.minik8s.io/cluster"] = "minik8s-1a2b"
+	if d := cmp.Diff(want, Labels("minik8s-1a2b", "team-a", "thumb", 12)); d != "" {
+		t.Errorf("Labels with a cluster (-want +got):\n%s", d)
 	}
 }

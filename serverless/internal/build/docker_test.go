@@ -112,7 +112,7 @@ func TestBuildAndCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range Labels("default", name, 1) {
+	for k, v := range Labels("", "default", name, 1) {
 		if img.Config.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, img.Config.Labels[k], v)
 		}
@@ -208,5 +208,43 @@ func TestBuildTimeout(t *testing.T) {
 		Files: map[string]string{"main.py": ""}, Requirements: "six\n"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 2s") {
 		t.Fatalf("Build = %v, want a timeout; log:\n%s", err, res.Log)
+	}
+}
+
+// TestRemoveOnlyOwnCluster: two clusters on one engine build versions of a function of the
+// same namespace and name; each one's Remove takes its own images and leaves the other's.
+func TestRemoveOnlyOwnCluster(t *testing.T) {
+	c := docker(t)
+	name := testName(t)
+	a := New(Config{Engine: c, Cluster: "minik8s-a"})
+	b := New(Config{Engine: c, Cluster: "minik8s-b"})
+	t.Cleanup(func() {
+		_, _, _ = New(Config{Engine: c}).Remove(context.Background(), "default", name, 0)
+	})
+	src := Source{Namespace: "default", Name: name, Handler: "main.handle",
+		Files: map[string]string{"main.py": "def handle(event):\n    return event\n"}}
+	src.Version = 1
+	resA, err := a.Build(t.Context(), src, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Version = 2
+	resB, err := b.Build(t.Context(), src, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := c.ImageInspectWithRaw(t.Context(), resA.Image)
+	if err != nil || img.Config.Labels[LabelCluster] != "minik8s-a" {
+		t.Fatalf("%s: labels %v (%v), want %s=minik8s-a", resA.Image, img.Config.Labels, err, LabelCluster)
+	}
+	removed, _, err := a.Remove(t.Context(), "default", name, 0)
+	if err != nil || len(removed) != 1 || removed[0] != resA.Image {
+		t.Errorf("cluster a's Remove: removed %v (%v), want only %s", removed, err, resA.Image)
+	}
+	if _, _, err := c.ImageInspectWithRaw(t.Context(), resB.Image); err != nil {
+		t.Errorf("cluster b's %s is gone after cluster a's Remove: %v", resB.Image, err)
+	}
+	if removed, _, err := b.Remove(t.Context(), "default", name, 0); err != nil || len(removed) != 1 || removed[0] != resB.Image {
+		t.Errorf("cluster b's Remove: removed %v (%v), want %s", removed, err, resB.Image)
 	}
 }
