@@ -47,9 +47,10 @@ type Config struct {
 	Timeout time.Duration
 	// PipArgs are added to pip install, e.g. "--index-url", "http://mirror/simple".
 	PipArgs []string
-	// Cluster labels the images built (LabelCluster), and Remove takes only images with
-	// that label, so clusters sharing the engine never remove each other's. Empty: no label,
-	// and Remove takes the function's images whatever their cluster.
+	// Cluster labels the images built (LabelCluster), and Remove leaves images labeled with
+	// another cluster, so clusters sharing the engine never remove each other's (images with
+	// no cluster label, built before there was one, are anyone's). Empty: no label, and Remove
+	// takes the function's images whatever their cluster.
 	Cluster string
 }
 
@@ -228,9 +229,6 @@ func (b *Builder) Remove(ctx context.Context, namespace, name string, keep int64
 	f := filters.NewArgs(
 		filters.Arg("label", LabelNamespace+"="+namespace),
 		filters.Arg("label", sv1.LabelFunction+"="+name))
-	if b.cfg.Cluster != "" {
-		f.Add("label", LabelCluster+"="+b.cfg.Cluster)
-	}
 	images, err := b.cfg.Engine.ImageList(ctx, image.ListOptions{Filters: f})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list images of function %s/%s: %w", namespace, name, err)
@@ -239,6 +237,9 @@ func (b *Builder) Remove(ctx context.Context, namespace, name string, keep int64
 	for _, img := range images {
 		if keep > 0 && img.Labels[sv1.LabelVersion] == strconv.FormatInt(keep, 10) {
 			continue
+		}
+		if c := img.Labels[LabelCluster]; c != "" && b.cfg.Cluster != "" && c != b.cfg.Cluster {
+			continue // another cluster's, on the same engine
 		}
 		ref := img.ID
 		for _, t := range img.RepoTags {

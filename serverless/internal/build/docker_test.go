@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,7 +213,8 @@ func TestBuildTimeout(t *testing.T) {
 }
 
 // TestRemoveOnlyOwnCluster: two clusters on one engine build versions of a function of the
-// same namespace and name; each one's Remove takes its own images and leaves the other's.
+// same namespace and name; each one's Remove takes its own images (and those with no cluster,
+// built before images had one) and leaves the other's.
 func TestRemoveOnlyOwnCluster(t *testing.T) {
 	c := docker(t)
 	name := testName(t)
@@ -233,13 +235,19 @@ func TestRemoveOnlyOwnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	src.Version = 3
+	resNone, err := New(Config{Engine: c}).Build(t.Context(), src, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
 	img, _, err := c.ImageInspectWithRaw(t.Context(), resA.Image)
 	if err != nil || img.Config.Labels[LabelCluster] != "minik8s-a" {
 		t.Fatalf("%s: labels %v (%v), want %s=minik8s-a", resA.Image, img.Config.Labels, err, LabelCluster)
 	}
 	removed, _, err := a.Remove(t.Context(), "default", name, 0)
-	if err != nil || len(removed) != 1 || removed[0] != resA.Image {
-		t.Errorf("cluster a's Remove: removed %v (%v), want only %s", removed, err, resA.Image)
+	slices.Sort(removed)
+	if err != nil || !slices.Equal(removed, []string{resA.Image, resNone.Image}) {
+		t.Errorf("cluster a's Remove: removed %v (%v), want %s and %s", removed, err, resA.Image, resNone.Image)
 	}
 	if _, _, err := c.ImageInspectWithRaw(t.Context(), resB.Image); err != nil {
 		t.Errorf("cluster b's %s is gone after cluster a's Remove: %v", resB.Image, err)
