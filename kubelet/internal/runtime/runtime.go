@@ -162,6 +162,9 @@ type Runtime interface {
 	// Remove deletes a stopped container (forcefully if it still runs).
 	Remove(ctx context.Context, id string) error
 	ImagePresent(ctx context.Context, image string) (bool, error)
+	// ImageID is the engine's id of the image ("sha256:..."), "" when it has none of that
+	// name: a node holding an older image under a reused tag is told apart by it.
+	ImageID(ctx context.Context, image string) (string, error)
 	// LoadImage loads the images of a `docker save` archive (no registry needed) and returns
 	// the references it tagged ("name:tag"); ErrInvalidImage when the archive is not one.
 	LoadImage(ctx context.Context, archive io.Reader) ([]string, error)

@@ -17,10 +17,12 @@ const (
 	imageLoaderGroup = "system:masters"
 )
 
-// ImagePresence is the body of GET /images/{ref}: whether the node's engine has the image.
+// ImagePresence is the body of GET /images/{ref}: whether the node's engine has the image,
+// and its id there (a sender compares it with its own: a tag may name another image here).
 type ImagePresence struct {
 	Image   string `json:"image"`
 	Present bool   `json:"present"`
+	ID      string `json:"id,omitempty"`
 }
 
 // ImagesLoaded is the body of POST /images: the references the archive tagged.
@@ -35,16 +37,16 @@ func (s *Server) imagePresent(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no image named", http.StatusBadRequest)
 		return
 	}
-	ok, err := s.cfg.Runtime.ImagePresent(r.Context(), ref)
+	id, err := s.cfg.Runtime.ImageID(r.Context(), ref)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("inspect image %s: %v", ref, err), http.StatusInternalServerError)
 		return
 	}
 	code := http.StatusOK
-	if !ok {
+	if id == "" {
 		code = http.StatusNotFound
 	}
-	writeJSON(w, code, ImagePresence{Image: ref, Present: ok})
+	writeJSON(w, code, ImagePresence{Image: ref, Present: id != "", ID: id})
 }
 
 // loadImage loads the `docker save` archive in the body into the node's engine.

@@ -55,7 +55,13 @@ func TestImagePresent(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &got); err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if d := cmp.Diff(ImagePresence{Image: tc.ref, Present: tc.present}, got); d != "" {
+		want := ImagePresence{Image: tc.ref, Present: tc.present}
+		if tc.present {
+			if want.ID, _ = rt.ImageID(t.Context(), tc.ref); !strings.HasPrefix(want.ID, "sha256:") {
+				t.Fatalf("the fake's id of %s: %q", tc.ref, want.ID)
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("GET /images/%s (-want +got):\n%s", tc.ref, d)
 		}
 	}

@@ -246,6 +246,18 @@ func (r *Runtime) ImagePresent(ctx context.Context, ref string) (bool, error) {
 	return true, nil
 }
 
+// ImageID implements runtime.Runtime.
+func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
+	img, _, err := r.cli.ImageInspectWithRaw(ctx, ref)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	return img.ID, nil
+}
+
 // LoadImage implements runtime.Runtime. The daemon answers 200 and reports a bad archive in
 // the message stream, which is read to its end.
 func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader) ([]string, error) {

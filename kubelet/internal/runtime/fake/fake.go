@@ -544,6 +544,21 @@ func (r *Runtime) ImagePresent(ctx context.Context, image string) (bool, error) 
 	return r.images[normalize(image)], ctx.Err()
 }
 
+// ImageID implements runtime.Runtime: a present image's id is the sha256 of its normalized
+// name.
+func (r *Runtime) ImageID(ctx context.Context, image string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.recordLocked("ImageID", image, nil); err != nil {
+		return "", err
+	}
+	if !r.images[normalize(image)] {
+		return "", ctx.Err()
+	}
+	sum := sha256.Sum256([]byte(normalize(image)))
+	return "sha256:" + hex.EncodeToString(sum[:]), ctx.Err()
+}
+
 // LoadImage implements runtime.Runtime: it reads the archive's manifest.json, as `docker
 // load` does, and adds the images it tags.
 func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader) ([]string, error) {

@@ -345,6 +345,12 @@ func testImages(t *testing.T, h *harness) {
 	if ok, err := h.rt.ImagePresent(t.Context(), absent); err != nil || ok {
 		t.Errorf("ImagePresent(%s) = %v, %v; want false", absent, ok, err)
 	}
+	if id, err := h.rt.ImageID(t.Context(), h.tg.Image); err != nil || !strings.HasPrefix(id, "sha256:") {
+		t.Errorf("ImageID(%s) = %q, %v; want a sha256: id", h.tg.Image, id, err)
+	}
+	if id, err := h.rt.ImageID(t.Context(), absent); err != nil || id != "" {
+		t.Errorf("ImageID(%s) = %q, %v; want none", absent, id, err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	err := h.rt.Pull(ctx, absent)
