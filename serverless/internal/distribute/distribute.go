@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/shared/kubeletclient"
@@ -23,6 +24,8 @@ import (
 type Engine interface {
 	// ImageSave streams a `docker save` archive of the images.
 	ImageSave(ctx context.Context, images []string) (io.ReadCloser, error)
+	// ImageInspectWithRaw tells the image's id (a save and load keep it).
+	ImageInspectWithRaw(ctx context.Context, image string) (types.ImageInspect, []byte, error)
 }
 
 // Config is what a Distributor needs; Engine and Token are required.
@@ -78,7 +81,7 @@ type NodeResult struct {
 
 // Ensure makes image present in the engine of every Ready node among nodes (the nodes that
 // will run the function's pods, or all of them): each kubelet is asked whether its engine has
-// the image, and those that lack it get the local engine's `docker save` of it, all nodes at
+// the image, and those that lack it (or hold another image under its tag) get the local engine's `docker save` of it, all nodes at
 // once. Where the nodes share the local engine (make up), every answer is yes and nothing is
 // sent. Concurrent calls for the same node and image share one transfer. It returns what
 // happened on each node (in the order given) and an error joining the nodes' failures.
@@ -144,11 +147,18 @@ func (d *Distributor) ensure(ctx context.Context, image string, n *corev1.Node) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
-	present, err := d.present(ctx, base, image)
+	local, _, err := d.cfg.Engine.ImageInspectWithRaw(ctx, image)
+	if err != nil {
+		return fail(fmt.Errorf("inspect the image in the local engine: %w", err))
+	}
+	// A node may hold another image under this tag: a function deleted and made again
+	// counts its versions from 1 again. It is sent unless the node's id is the local one (a
+	// kubelet that does not tell the id is trusted on the tag).
+	present, id, err := d.present(ctx, base, image)
 	if err != nil {
 		return fail(err)
 	}
-	if present {
+	if present && (id == "" || id == local.ID) {
 		return res
 	}
 	start := time.Now()
@@ -169,23 +179,28 @@ func imagePath(image string) string {
 	return "/images/" + strings.Join(parts, "/")
 }
 
-func (d *Distributor) present(ctx context.Context, base *url.URL, image string) (bool, error) {
+// present asks the node's kubelet whether its engine has image, and its id there.
+func (d *Distributor) present(ctx context.Context, base *url.URL, image string) (bool, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.String()+imagePath(image), nil)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	resp, err := d.do(req)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return true, nil
+		var p struct {
+			ID string `json:"id"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&p)
+		return true, p.ID, nil
 	case http.StatusNotFound:
-		return false, nil
+		return false, "", nil
 	}
-	return false, kubeletError("ask the kubelet for the image", resp)
+	return false, "", kubeletError("ask the kubelet for the image", resp)
 }
 
 func (d *Distributor) send(ctx context.Context, base *url.URL, image string) error {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,16 @@ type engine struct {
 }
 
 func archiveOf(image string) []byte { return bytes.Repeat([]byte(image+"\n"), 10000) }
+
+// idOf is the id of image in the local engine and wherever it was loaded.
+func idOf(image string) string { return "sha256:id-of-" + image }
+
+func (e *engine) ImageInspectWithRaw(ctx context.Context, image string) (types.ImageInspect, []byte, error) {
+	if image == "missing:v1" {
+		return types.ImageInspect{}, nil, fmt.Errorf("no such image: %s", image)
+	}
+	return types.ImageInspect{ID: idOf(image)}, nil, nil
+}
 
 func (e *engine) ImageSave(ctx context.Context, images []string) (io.ReadCloser, error) {
 	e.saves.Add(1)
@@ -53,24 +64,31 @@ type kubelet struct {
 	loads  int
 	// forbid answers POST /images 403, as a kubelet does for other identities.
 	forbid bool
+	// stale are images the node holds under a tag with another id than the local engine's.
+	stale map[string]string
 }
 
 const token = "serverless-token"
 
 func newKubelet(t *testing.T, images ...string) *kubelet {
-	k := &kubelet{images: map[string]bool{}}
+	k := &kubelet{images: map[string]bool{}, stale: map[string]string{}}
 	for _, i := range images {
 		k.images[i] = true
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /images/{ref...}", func(w http.ResponseWriter, r *http.Request) {
+		ref := r.PathValue("ref")
 		k.mu.Lock()
-		ok := k.images[r.PathValue("ref")]
+		ok, id := k.images[ref], idOf(ref)
+		if s, isStale := k.stale[ref]; isStale {
+			id = s
+		}
 		k.mu.Unlock()
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
+			id = ""
 		}
-		fmt.Fprintf(w, `{"image":%q,"present":%v}`, r.PathValue("ref"), ok)
+		fmt.Fprintf(w, `{"image":%q,"present":%v,"id":%q}`, ref, ok, id)
 	})
 	mux.HandleFunc("POST /images", func(w http.ResponseWriter, r *http.Request) {
 		if k.forbid {
@@ -89,6 +107,7 @@ func newKubelet(t *testing.T, images ...string) *kubelet {
 		}
 		k.mu.Lock()
 		k.images[image] = true
+		delete(k.stale, image)
 		k.loads++
 		k.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string][]string{"loaded": {image}})
@@ -205,7 +224,7 @@ func TestEnsureFailures(t *testing.T) {
 		t.Errorf("wrong token: %v", err)
 	}
 	if _, err := d.Ensure(t.Context(), "missing:v1", []*corev1.Node{ok.node(t, "ok", true)}); err == nil ||
-		!strings.Contains(err.Error(), "save the image from the local engine: no such image") {
+		!strings.Contains(err.Error(), "inspect the image in the local engine: no such image") {
 		t.Errorf("missing image: %v", err)
 	}
 }
@@ -255,5 +274,25 @@ func TestImagePath(t *testing.T) {
 		if got := imagePath(in); got != want {
 			t.Errorf("imagePath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestEnsureReplacesStaleTag: a node holding another image under the tag (a function deleted
+// and made again starts at version 1 again) is sent the local one.
+func TestEnsureReplacesStaleTag(t *testing.T) {
+	const image = "minik8s-fn/default.add:v1"
+	stale, current := newKubelet(t, image), newKubelet(t, image)
+	stale.stale[image] = "sha256:an-older-add-v1"
+	e := &engine{}
+	d := newDistributor(e, token)
+	res, err := d.Ensure(t.Context(), image, []*corev1.Node{stale.node(t, "stale", true), current.node(t, "current", true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]NodeResult{{Node: "stale", Sent: true}, {Node: "current"}}, res); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if stale.loads != 1 || current.loads != 0 || len(stale.stale) != 0 {
+		t.Errorf("loads: stale node %d (still stale: %v), current node %d; want 1 and 0", stale.loads, stale.stale, current.loads)
 	}
 }
