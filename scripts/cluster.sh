@@ -167,6 +167,20 @@ cmd_up() {
 MSG
 }
 
+# remove_function_images removes the function images the cluster's serverless component built
+# on this host's engine (labeled with the cluster's vhost; make up's, on the same engine, stay).
+remove_function_images() {
+  local ids
+  ids=$(docker images -q --no-trunc --filter "label=serverless.minik8s.io/cluster=$AMQP_VHOST" 2>/dev/null | sort -u)
+  [ -n "$ids" ] || return 0
+  # shellcheck disable=SC2086 # one id a word
+  if docker rmi -f $ids >/dev/null; then
+    log "removed $(wc -w <<<"$ids") function images of the cluster from this host's docker"
+  else
+    log "WARNING: not every function image of the cluster was removed (docker images --filter label=serverless.minik8s.io/cluster=$AMQP_VHOST)"
+  fi
+}
+
 cmd_down() {
   require_root
   if ! cluster_exists; then
@@ -187,6 +201,7 @@ cmd_down() {
   stop_component kubeproxy
   remove_host_kubeproxy_state
   stop_component serverless
+  remove_function_images
   stop_component controller-manager
   stop_component scheduler
   stop_component apiserver

@@ -198,6 +198,9 @@ func TestCluster(t *testing.T) {
 		if m := mountsUnder(t, c.home); len(m) > 0 {
 			t.Errorf("mounts left under %s: %v", c.home, m)
 		}
+		if out := execOK(t, "docker", "images", "-q", "--filter", "label=serverless.minik8s.io/cluster="+c.vhost); out != "" {
+			t.Errorf("function images of the cluster left in this host's docker: %s", out)
+		}
 		cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/" + prefix + "-*")
 		v2, _ := filepath.Glob("/sys/fs/cgroup/" + prefix + "-*")
 		if left := slices.Concat(cgroups, v2); len(left) > 0 {
