@@ -140,9 +140,13 @@ var kindCases = []kindCase{
 	{file: "function.yaml", header: "NAME READY VERSION PHASE LAST CALL AGE",
 		patch: `{"spec":{"scale":{"maxReplicas":5}}}`,
 		want:  []string{"spec.scale.maxReplicas=5", "spec.scale.minReplicas=0", "spec.handler=main.handle"}},
-	{file: "workflow.yaml", header: "NAME START STATES AGE",
+	{file: "workflow.yaml", header: "NAME START AT STATES AGE",
 		patch: `{"spec":{"states":{"first":{"next":"extra"},"extra":{"type":"Pass","next":"done"}}}}`,
 		want:  []string{"spec.states.first.next=extra", "spec.states.extra.next=done", "spec.states.done.type=Succeed"}},
+	// No serverless component runs beside this apiserver: the execution stays as created.
+	{file: "workflowexecution.yaml", header: "NAME WORKFLOW PHASE DURATION AGE",
+		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
+		want:  []string{"metadata.labels.patched=yes", "spec.input.count=1"}},
 }
 
 // TestKinds runs every served kind through the life cycle a user sees, with both
