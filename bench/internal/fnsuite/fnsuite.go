@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/bench/internal/cluster"
 	"minik8s.io/bench/internal/stats"
 	"minik8s.io/shared/apierror"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -280,21 +281,7 @@ func (e *env) readyPod(ctx context.Context) (*corev1.Pod, error) {
 
 // until polls cond every poll until it holds, fails, or cfg.Timeout passes.
 func (e *env) until(ctx context.Context, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	defer cancel()
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		done, err := cond()
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return cluster.Until(ctx, e.cfg.Timeout, poll, what, cond)
 }
 
 // Print writes the report as Markdown.

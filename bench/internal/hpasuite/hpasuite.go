@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"minik8s.io/bench/internal/cluster"
 	"minik8s.io/bench/internal/stats"
 	"minik8s.io/shared/apierror"
 	metricsv1beta1 "minik8s.io/shared/apis/metrics/v1beta1"
@@ -292,21 +293,7 @@ func (e *env) waitReady(ctx context.Context, name string, n int) ([]corev1.Pod, 
 
 // until polls cond every poll until it holds, fails, or cfg.Timeout passes.
 func (e *env) until(ctx context.Context, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	defer cancel()
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		done, err := cond()
-		if err != nil || done {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return cluster.Until(ctx, e.cfg.Timeout, poll, what, cond)
 }
 
 // Print writes the report as Markdown.
