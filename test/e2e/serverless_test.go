@@ -95,24 +95,30 @@ type call struct {
 	servedBy string
 }
 
-func (c *makeUpCluster) invoke(ctx context.Context, ns, name, body string) (call, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+// post sends body to the gateway's path and returns its answer, waiting at most timeout.
+func (c *makeUpCluster) post(ctx context.Context, timeout time.Duration, path, body string) (int, []byte, http.Header, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.gateway+"/function/"+ns+"/"+name, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.gateway+path, strings.NewReader(body))
 	if err != nil {
-		return call{}, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return call{}, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, resp.Header, err
+}
+
+func (c *makeUpCluster) invoke(ctx context.Context, ns, name, body string) (call, error) {
+	code, raw, header, err := c.post(ctx, 2*time.Minute, "/function/"+ns+"/"+name, body)
 	if err != nil {
 		return call{}, err
 	}
-	out := call{code: resp.StatusCode, raw: string(raw), servedBy: resp.Header.Get(serverlessv1.HeaderServedBy)}
+	out := call{code: code, raw: string(raw), servedBy: header.Get(serverlessv1.HeaderServedBy)}
 	_ = json.Unmarshal(raw, &out.body)
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,23 +52,11 @@ type workflowCall struct {
 }
 
 func (c *makeUpCluster) runWorkflow(ctx context.Context, ns, name, body string) (workflowCall, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.gateway+"/workflow/"+ns+"/"+name, strings.NewReader(body))
+	code, raw, header, err := c.post(ctx, 3*time.Minute, "/workflow/"+ns+"/"+name, body)
 	if err != nil {
 		return workflowCall{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return workflowCall{}, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return workflowCall{}, err
-	}
-	return workflowCall{code: resp.StatusCode, raw: strings.TrimSpace(string(raw)), execution: resp.Header.Get("X-Workflow-Execution")}, nil
+	return workflowCall{code: code, raw: strings.TrimSpace(string(raw)), execution: header.Get("X-Workflow-Execution")}, nil
 }
 
 // tableRow is the fields of the row of a table whose first column is name.
