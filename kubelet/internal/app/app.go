@@ -130,14 +130,17 @@ type apiPods struct {
 	pods *client.Typed[*corev1.Pod, *corev1.PodList]
 }
 
-// UpdateStatus writes a pod's status with the resourceVersion the kubelet last saw; a conflict
-// makes the status manager retry with a newer copy.
-func (a apiPods) UpdateStatus(ctx context.Context, pod *corev1.Pod) error {
-	_, err := a.pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+// UpdateStatus writes a pod's status with the resourceVersion the status manager chose and
+// returns the one written; a conflict makes the status manager retry with a newer copy.
+func (a apiPods) UpdateStatus(ctx context.Context, pod *corev1.Pod) (string, error) {
+	written, err := a.pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 	if errors.Is(err, apierror.ErrNotFound) {
-		return nil
+		return "", nil
 	}
-	return err
+	if err != nil {
+		return "", err
+	}
+	return written.ResourceVersion, nil
 }
 
 // Finalize ends a graceful deletion once the pod's containers are gone.

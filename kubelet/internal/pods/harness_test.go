@@ -29,11 +29,11 @@ type statusLog struct {
 	writes map[types.UID][]corev1.PodStatus
 }
 
-func (s *statusLog) UpdateStatus(_ context.Context, pod *corev1.Pod) error {
+func (s *statusLog) UpdateStatus(_ context.Context, pod *corev1.Pod) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writes[pod.UID] = append(s.writes[pod.UID], *pod.Status.DeepCopy())
-	return nil
+	return pod.ResourceVersion, nil
 }
 
 func (s *statusLog) latest(uid types.UID) (corev1.PodStatus, int) {
@@ -97,16 +97,42 @@ type harness struct {
 	creates   *createLog
 }
 
-// createLog keeps the configuration of every container created.
+// createLog keeps the configuration of every container created, and can fail creates.
 type createLog struct {
 	mu      sync.Mutex
 	configs []runtime.ContainerConfig
+	// fail, when set, is the error of creating cfg (nil lets it through).
+	fail func(cfg runtime.ContainerConfig) error
 }
 
-func (c *createLog) add(cfg runtime.ContainerConfig) {
+func (c *createLog) add(cfg runtime.ContainerConfig) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.configs = append(c.configs, cfg)
+	if c.fail != nil {
+		return c.fail(cfg)
+	}
+	return nil
+}
+
+// setFail makes creates fail with what fail returns.
+func (c *createLog) setFail(fail func(cfg runtime.ContainerConfig) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fail = fail
+}
+
+// count is how many creates were asked for containers whose name starts with prefix.
+func (c *createLog) count(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cfg := range c.configs {
+		if strings.HasPrefix(cfg.Name, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // last is the configuration of the last container created whose name starts with prefix.
@@ -133,7 +159,7 @@ func newHarnessWith(t *testing.T, configure func(*Config)) *harness {
 	h := &harness{
 		t: t, clk: clk, rt: rtfake.New(clk), net: netfake.New("10.244.1.0/24"),
 		status: &statusLog{writes: map[types.UID][]corev1.PodStatus{}},
-		events: record.NewFake(10000), root: t.TempDir(), podLists: &listCounter{n: map[string]int{}},
+		events: record.NewFake(10000), root: t.TempDir(), podLists: &listCounter{n: map[string]int{}, all: map[string]int{}},
 		configure: configure, creates: &createLog{},
 	}
 	h.fin = &finalizer{h: h}
@@ -299,14 +325,18 @@ type thinList struct {
 }
 
 func (l thinList) Create(ctx context.Context, cfg runtime.ContainerConfig) (string, error) {
-	l.creates.add(cfg)
+	if err := l.creates.add(cfg); err != nil {
+		return "", err
+	}
 	return l.Runtime.Create(ctx, cfg)
 }
 
-// listCounter counts, per pod uid, the lists of that pod's containers that found none.
+// listCounter counts, per pod uid, the lists of that pod's containers: those that found
+// none, and all of them.
 type listCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu  sync.Mutex
+	n   map[string]int
+	all map[string]int
 }
 
 func (c *listCounter) count(uid string) int {
@@ -315,11 +345,20 @@ func (c *listCounter) count(uid string) int {
 	return c.n[uid]
 }
 
+func (c *listCounter) countAll(uid string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.all[uid]
+}
+
 func (r thinList) List(ctx context.Context, match map[string]string) ([]runtime.Container, error) {
 	cs, err := r.Runtime.List(ctx, match)
-	if uid, ok := match[spec.LabelPodUID]; ok && r.podLists != nil && err == nil && len(cs) == 0 {
+	if uid, ok := match[spec.LabelPodUID]; ok && r.podLists != nil && err == nil {
 		r.podLists.mu.Lock()
-		r.podLists.n[uid]++
+		r.podLists.all[uid]++
+		if len(cs) == 0 {
+			r.podLists.n[uid]++
+		}
 		r.podLists.mu.Unlock()
 	}
 	for i := range cs {

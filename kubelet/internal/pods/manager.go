@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -153,9 +154,23 @@ func (m *Manager) Update(pod *corev1.Pod) {
 		m.workers[pod.UID] = w
 		m.kickLocked()
 	}
+	changed := w.desired == nil || w.removed || differ(w.desired, pod)
 	w.desired = pod
 	w.removed = false
-	w.signal()
+	if changed {
+		w.signal()
+	}
+}
+
+// differ reports whether a new version of a pod asks for anything the old did not. A change of
+// status alone, such as the kubelet's own status writes coming back, is no reason to sync:
+// a pod whose container keeps failing would otherwise be synced again by its every report.
+func differ(old, cur *corev1.Pod) bool {
+	return !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
+		!apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
+		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		!apiequality.Semantic.DeepEqual(old.DeletionTimestamp, cur.DeletionTimestamp) ||
+		!apiequality.Semantic.DeepEqual(old.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds)
 }
 
 // Remove says the pod no longer exists in the API: its containers are stopped and removed,

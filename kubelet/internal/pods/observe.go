@@ -54,6 +54,31 @@ func (o observed) latest(name string) *runtime.Container {
 	return nil
 }
 
+// settle reports a container whose start failed as the attempt it was: exited, never
+// started, with the runtime's error and exit code. Docker leaves such a container created,
+// with the error and no finish time; it will never run, and its attempt counts toward the
+// restart count and the back-off like any other.
+func settle(c runtime.Container) runtime.Container {
+	if c.State != runtime.StateCreated || c.Error == "" {
+		return c
+	}
+	c.State = runtime.StateExited
+	if c.FinishedAt.IsZero() {
+		c.FinishedAt = c.CreatedAt
+	}
+	if c.ExitCode == 0 {
+		// containerd's code for a task that could not start.
+		c.ExitCode = 128
+	}
+	return c
+}
+
+// sameState reports whether a container listed in state listed is still the one inspected
+// as known: a failed start lists as created and is known as exited.
+func sameState(known runtime.Container, listed runtime.State) bool {
+	return known.State == listed || (listed == runtime.StateCreated && known.Error != "")
+}
+
 func (o observed) all() []runtime.Container {
 	var out []runtime.Container
 	out = append(out, o.sandboxes...)

@@ -49,7 +49,7 @@ func (m *Manager) list(ctx context.Context, w *worker) (observed, error) {
 	seen := make(map[string]bool, len(list))
 	for _, c := range list {
 		seen[c.ID] = true
-		if known, ok := w.inspected[c.ID]; ok && known.State == c.State {
+		if known, ok := w.inspected[c.ID]; ok && sameState(known, c.State) {
 			full = append(full, known)
 			continue
 		}
@@ -63,6 +63,7 @@ func (m *Manager) list(ctx context.Context, w *worker) (observed, error) {
 		if d.Labels == nil {
 			d.Labels = c.Labels
 		}
+		d = settle(d)
 		w.inspected[c.ID] = d
 		full = append(full, d)
 	}
@@ -98,6 +99,7 @@ func (m *Manager) relist(ctx context.Context, w *worker, obs observed, st *syncS
 		if err != nil {
 			return observed{}, fmt.Errorf("inspect container of pod %s: %w", w.uid, err)
 		}
+		d = settle(d)
 		w.inspected[id] = d
 		full = append(full, d)
 	}
@@ -130,7 +132,7 @@ func (m *Manager) syncPod(ctx context.Context, w *worker, pod *corev1.Pod, remov
 		}
 	}
 	st := &syncState{waiting: map[string]status.Waiting{}}
-	inBackOff := m.crashBackOff(pod, obs, st)
+	inBackOff := m.crashBackOff(w, pod, obs, st)
 	acts := computeActions(actionInput{pod: pod, obs: obs, unhealthy: unhealthy, inBackOff: inBackOff})
 	// Only containers that would restart show CrashLoopBackOff; the others show how they ended.
 	backing := map[string]bool{}
@@ -157,33 +159,43 @@ func (m *Manager) syncPod(ctx context.Context, w *worker, pod *corev1.Pod, remov
 	return st.out
 }
 
-// crashBackOff finds containers whose last attempt exited less than their back-off ago.
-func (m *Manager) crashBackOff(pod *corev1.Pod, obs observed, st *syncState) map[string]bool {
+// crashBackOff finds containers that may not be restarted yet: their last attempt exited, or
+// could not even be created, less than their back-off ago.
+func (m *Manager) crashBackOff(w *worker, pod *corev1.Pod, obs observed, st *syncState) map[string]bool {
 	out := map[string]bool{}
 	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, c := range all {
-		cur := obs.latest(c.Name)
-		if cur == nil || cur.State != runtime.StateExited {
+		key := backoff.Key(string(pod.UID), c.Name)
+		var since time.Time
+		var waiting status.Waiting
+		if f, ok := w.createFailed[c.Name]; ok {
+			// The newest attempt left no container: it shows why, as Kubernetes does.
+			since, waiting = f.at, f.waiting
+		} else if cur := obs.latest(c.Name); cur != nil && cur.State == runtime.StateExited {
+			since = cur.FinishedAt
+			waiting = status.Waiting{
+				Reason:  "CrashLoopBackOff",
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", m.crash.Delay(key), c.Name, formatPod(pod)),
+			}
+		} else {
 			continue
 		}
-		key := backoff.Key(string(pod.UID), c.Name)
-		left := m.crash.Remaining(key, cur.FinishedAt)
+		left := m.crash.Remaining(key, since)
 		if left <= 0 {
 			continue
 		}
 		out[c.Name] = true
-		st.waiting[c.Name] = status.Waiting{
-			Reason:  "CrashLoopBackOff",
-			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", m.crash.Delay(key), c.Name, formatPod(pod)),
-		}
+		st.waiting[c.Name] = waiting
 		st.out.soon(left)
 	}
 	return out
 }
 
 func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs observed, a actions, st *syncState) error {
-	for name := range st.waiting {
-		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, formatPod(pod))
+	for name, waiting := range st.waiting {
+		if waiting.Reason == "CrashLoopBackOff" {
+			m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", name, formatPod(pod))
+		}
 	}
 	var errs []error
 	st.disrupted = a.killPod || len(a.kill) > 0 || len(a.remove) > 0
@@ -347,7 +359,8 @@ func lower(s string) string {
 }
 
 // startContainer pulls, creates and starts one container. Failures are not errors of the sync:
-// they show in the container's Waiting state and in events, and the container is retried.
+// they show in the container's Waiting state and in events, and the container is retried
+// after its back-off.
 func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod, c *corev1.Container, prev *runtime.Container, sandboxID string, env spec.Env, volumes map[string]string, st *syncState) {
 	if !m.ensureImage(ctx, w, pod, c, st) {
 		return
@@ -358,8 +371,16 @@ func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod
 	if prev != nil {
 		restarts = spec.Restarts(*prev) + 1
 	}
+	// Every attempt after the first lengthens the back-off before the next, whether it then
+	// starts or not: a container that cannot start waits as long as one that keeps exiting.
+	key := backoff.Key(string(pod.UID), c.Name)
+	if _, failedBefore := w.createFailed[c.Name]; prev != nil || failedBefore {
+		m.crash.Next(key, m.ranFor(prev))
+	}
 	cfg, err := m.builder.Container(cctx, pod, c, sandboxID, restarts, env, volumes)
 	if err != nil {
+		// A missing ConfigMap or Secret costs nothing to look for again, and may appear
+		// any moment: it is retried on every sync, as Kubernetes does, without back-off.
 		m.failed(pod, c, st, "CreateContainerConfigError", err)
 		return
 	}
@@ -369,26 +390,30 @@ func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod
 		if errors.Is(err, runtime.ErrImageNotFound) {
 			m.images.forget(c.Image)
 		}
-		m.failed(pod, c, st, "CreateContainerError", err)
+		m.createFailed(w, pod, c, st, "CreateContainerError", err)
 		return
 	}
+	delete(w.createFailed, c.Name)
 	st.created = append(st.created, id)
 	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if err := m.cfg.Runtime.Start(cctx, id); err != nil {
-		// A container that never ran is of no use for logs; removing it frees its name.
-		st.disrupted = true
-		m.discard(ctx, id)
+		// The container stays, as the runtime left it: its error and exit code are the
+		// attempt's termination, and its restart count the next attempt's number.
 		m.failed(pod, c, st, "RunContainerError", err)
 		return
 	}
 	m.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	if prev != nil {
-		ran := prev.FinishedAt.Sub(prev.StartedAt)
-		if prev.State == runtime.StateRunning {
-			ran = m.cfg.Clock.Since(prev.StartedAt)
-		}
-		m.crash.Next(backoff.Key(string(pod.UID), c.Name), ran)
+}
+
+// ranFor is how long the attempt before this one ran: zero for one that never started.
+func (m *Manager) ranFor(prev *runtime.Container) time.Duration {
+	switch {
+	case prev == nil || prev.StartedAt.IsZero():
+		return 0
+	case prev.State == runtime.StateRunning:
+		return m.cfg.Clock.Since(prev.StartedAt)
 	}
+	return prev.FinishedAt.Sub(prev.StartedAt)
 }
 
 func (m *Manager) failed(pod *corev1.Pod, c *corev1.Container, st *syncState, reason string, err error) {
@@ -396,6 +421,13 @@ func (m *Manager) failed(pod *corev1.Pod, c *corev1.Container, st *syncState, re
 	m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 	st.waiting[c.Name] = status.Waiting{Reason: reason, Message: err.Error()}
 	st.out.soon(retryDelay * 10)
+}
+
+// createFailed records an attempt that left no container, so the next one waits for the
+// container's back-off and the reason stays in its status meanwhile.
+func (m *Manager) createFailed(w *worker, pod *corev1.Pod, c *corev1.Container, st *syncState, reason string, err error) {
+	m.failed(pod, c, st, reason, err)
+	w.createFailed[c.Name] = createFailure{at: m.cfg.Clock.Now(), waiting: st.waiting[c.Name]}
 }
 
 // ensureImage makes the container's image present per its pull policy and reports whether it

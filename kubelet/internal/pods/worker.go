@@ -29,6 +29,8 @@ type worker struct {
 	tornDown map[string]bool
 	// pullFailed is when each container's image pull last failed.
 	pullFailed map[string]time.Time
+	// createFailed is each container's newest attempt when it left no container to report.
+	createFailed map[string]createFailure
 	// inspected caches the runtime's full record of each container by id (see Manager.list).
 	inspected map[string]runtime.Container
 	// created is set once this worker has created a container: from then on only the
@@ -38,13 +40,21 @@ type worker struct {
 
 func newWorker(uid types.UID) *worker {
 	return &worker{
-		uid:        uid,
-		wake:       make(chan struct{}, 1),
-		ips:        map[string]string{},
-		tornDown:   map[string]bool{},
-		pullFailed: map[string]time.Time{},
-		inspected:  map[string]runtime.Container{},
+		uid:          uid,
+		wake:         make(chan struct{}, 1),
+		ips:          map[string]string{},
+		tornDown:     map[string]bool{},
+		pullFailed:   map[string]time.Time{},
+		createFailed: map[string]createFailure{},
+		inspected:    map[string]runtime.Container{},
 	}
+}
+
+// createFailure is an attempt to create a container that failed: when, and what its status
+// says until the next attempt.
+type createFailure struct {
+	at      time.Time
+	waiting status.Waiting
 }
 
 // signal asks for a sync; signals arriving during a sync collapse into one more sync.

@@ -168,8 +168,12 @@ func terminated(c runtime.Container) *corev1.ContainerStateTerminated {
 	case c.ExitCode != 0:
 		reason = "Error"
 	}
-	if c.State != runtime.StateExited {
+	switch {
+	case c.State != runtime.StateExited:
 		reason = "ContainerCannotRun"
+	case c.Error != "" && c.StartedAt.IsZero():
+		// The runtime could not start it (a command missing from the image, say).
+		reason = "StartError"
 	}
 	return &corev1.ContainerStateTerminated{
 		ExitCode:    int32(c.ExitCode),

@@ -5,16 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Writer writes a pod's status subresource. The pod carries the resourceVersion last read;
-// a Conflict error means the caller's copy is stale and the write is retried on a later sync.
+// Writer writes a pod's status subresource with the pod's resourceVersion as a precondition
+// and returns the resourceVersion the write produced ("" when the pod is gone). A Conflict
+// error means the copy was stale; the write is retried on a later sync.
 type Writer interface {
-	UpdateStatus(ctx context.Context, pod *corev1.Pod) error
+	UpdateStatus(ctx context.Context, pod *corev1.Pod) (string, error)
 }
 
 // Manager writes statuses that changed. Safe for concurrent use by the pod workers.
@@ -27,6 +29,8 @@ type Manager struct {
 type written struct {
 	status corev1.PodStatus
 	wire   []byte
+	// version is the resourceVersion the write produced.
+	version string
 }
 
 // NewManager returns a manager writing through w.
@@ -48,13 +52,30 @@ func (m *Manager) Set(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus)
 	}
 	p := pod.DeepCopy()
 	p.Status = st
-	if err := m.writer.UpdateStatus(ctx, p); err != nil {
+	// The pod comes from a cache that learns of our own writes only when they come back
+	// over the bus: a write made from it right after the last one would fail with a
+	// Conflict, again and again while a container keeps changing. The newer of the two
+	// versions is the one to write against.
+	p.ResourceVersion = newer(pod.ResourceVersion, last.version)
+	version, err := m.writer.UpdateStatus(ctx, p)
+	if err != nil {
 		return false, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	m.mu.Lock()
-	m.last[pod.UID] = written{status: *st.DeepCopy(), wire: want}
+	m.last[pod.UID] = written{status: *st.DeepCopy(), wire: want, version: version}
 	m.mu.Unlock()
 	return true, nil
+}
+
+// newer returns the later of two resourceVersions. minik8s' resourceVersions are etcd
+// revisions, which only grow; one that is not a number is taken as it is.
+func newer(cached, wrote string) string {
+	c, errC := strconv.ParseUint(cached, 10, 64)
+	w, errW := strconv.ParseUint(wrote, 10, 64)
+	if errC != nil || errW != nil || c >= w {
+		return cached
+	}
+	return wrote
 }
 
 // Previous is the status to compute the next one from: the one last written for the pod, or

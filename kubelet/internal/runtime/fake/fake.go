@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -67,11 +68,13 @@ type Runtime struct {
 	registry   map[string]bool
 	registryUp bool
 	programs   map[string]Program
-	failNext   map[string][]error
-	calls      []Call
-	seq        int
-	pid        int
-	nets       map[string]*netns
+	// executables lists, for images that declare them, the files a command may name.
+	executables map[string][]string
+	failNext    map[string][]error
+	calls       []Call
+	seq         int
+	pid         int
+	nets        map[string]*netns
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -80,13 +83,14 @@ var _ runtime.Runtime = (*Runtime)(nil)
 // times and log lines and times Stop's grace period.
 func New(clk clock.Clock) *Runtime {
 	return &Runtime{
-		clock:      clk,
-		containers: map[string]*container{},
-		images:     map[string]bool{},
-		registry:   map[string]bool{},
-		programs:   map[string]Program{},
-		failNext:   map[string][]error{},
-		nets:       map[string]*netns{},
+		clock:       clk,
+		containers:  map[string]*container{},
+		images:      map[string]bool{},
+		registry:    map[string]bool{},
+		programs:    map[string]Program{},
+		executables: map[string][]string{},
+		failNext:    map[string][]error{},
+		nets:        map[string]*netns{},
 	}
 }
 
@@ -119,6 +123,36 @@ func (r *Runtime) SetProgram(image string, p Program) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.programs[normalize(image)] = p
+}
+
+// SetExecutables says which files of image a container's command may run (absolute paths, also
+// found by base name as on $PATH). Starting a container whose command names another fails as
+// Docker fails it: the container stays created, with the runtime's error and exit code 127.
+// Images without a list run any command.
+func (r *Runtime) SetExecutables(image string, paths ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.executables[normalize(image)] = slices.Clone(paths)
+}
+
+// missingExecutableLocked returns the error of starting ct when its command names no file of
+// its image.
+func (r *Runtime) missingExecutableLocked(ct *container) error {
+	files, ok := r.executables[normalize(ct.cfg.Image)]
+	argv := append(slices.Clone(ct.cfg.Command), ct.cfg.Args...)
+	if !ok || len(argv) == 0 {
+		return nil
+	}
+	name := argv[0]
+	for _, f := range files {
+		if f == name || (!strings.Contains(name, "/") && path.Base(f) == name) {
+			return nil
+		}
+	}
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("OCI runtime create failed: exec: %q: stat %s: no such file or directory", name, name)
+	}
+	return fmt.Errorf("OCI runtime create failed: exec: %q: executable file not found in $PATH", name)
 }
 
 // FailNext makes the next call of method (e.g. "Create") return err instead of doing anything.
@@ -356,6 +390,10 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	}
 	if ct.c.State == runtime.StateRunning {
 		return nil
+	}
+	if err := r.missingExecutableLocked(ct); err != nil {
+		ct.c.ExitCode, ct.c.Error = 127, err.Error()
+		return fmt.Errorf("start %s: %w", id, err)
 	}
 	ct.netKey, ct.host = ct.c.ID, ct.cfg.Hostname
 	if ct.host == "" {

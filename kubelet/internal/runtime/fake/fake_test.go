@@ -22,6 +22,7 @@ func TestContract(t *testing.T) {
 		f := fake.New(clock.Real{})
 		f.AddImage(image)
 		f.SetProgram(image, runtimetest.Program)
+		f.SetExecutables(image, runtimetest.HelperPath)
 		return runtimetest.Target{Runtime: f, Image: image, Labels: map[string]string{runtimetest.TestLabel: "runtime"}}
 	})
 }

@@ -103,6 +103,31 @@ func testExitCode(t *testing.T, h *harness) {
 	}
 }
 
+// testStartFailure: a command the image lacks fails Start, and the container stays to say
+// why: created, never started, with the runtime's error and a non-zero exit code.
+func testStartFailure(t *testing.T, h *harness) {
+	cfg := h.config()
+	cfg.Command = []string{"no-such-command"}
+	id := h.create(cfg)
+	err := h.rt.Start(t.Context(), id)
+	if err == nil || !strings.Contains(err.Error(), "no-such-command") {
+		t.Fatalf("Start of a command the image lacks: err = %v, want one naming no-such-command", err)
+	}
+	c := h.inspect(id)
+	if c.State != runtime.StateCreated || c.ExitCode == 0 || !strings.Contains(c.Error, "no-such-command") ||
+		!c.StartedAt.IsZero() || c.Pid != 0 {
+		t.Errorf("after the failed start: State %s, ExitCode %d, Error %q, StartedAt %v, Pid %d; want created, non-zero, the error, never started, 0",
+			c.State, c.ExitCode, c.Error, c.StartedAt, c.Pid)
+	}
+	cs, err := h.rt.List(t.Context(), map[string]string{"minik8s.test/case": cfg.Labels["minik8s.test/case"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].ID != id || cs[0].State != runtime.StateCreated {
+		t.Errorf("List after the failed start = %+v, want the container, created", cs)
+	}
+}
+
 func testOOMKilled(t *testing.T, h *harness) {
 	cfg := h.config("alloc", "256", "sleep", "forever")
 	cfg.MemoryLimit = 32 << 20

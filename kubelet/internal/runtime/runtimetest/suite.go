@@ -29,7 +29,8 @@ const HelperPath = "/helper"
 // Target is one runtime under test.
 type Target struct {
 	Runtime runtime.Runtime
-	// Image is present in the runtime and runs HelperPath as the helper interpreter.
+	// Image is present in the runtime and runs HelperPath as the helper interpreter; it holds
+	// no other executable.
 	Image string
 	// Labels are added to every container; they must include TestLabel.
 	Labels map[string]string
@@ -83,6 +84,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"Version", testVersion},
 		{"CreateInspectList", testCreateInspectList},
 		{"ExitCode", testExitCode},
+		{"StartFailure", testStartFailure},
 		{"OOMKilled", testOOMKilled},
 		{"StopSignal", testStopSignal},
 		{"StopKillsAfterGrace", testStopKillsAfterGrace},
