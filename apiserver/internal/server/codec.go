@@ -45,6 +45,23 @@ func readLimited(c *gin.Context) ([]byte, error) {
 	return data, nil
 }
 
+// maxDrainBytes bounds what drainBody reads of a refused request's body; past it the
+// connection closes after the answer, as net/http closes it past 256 KiB.
+const maxDrainBytes = 4 * MaxBodyBytes
+
+// drainBody reads and drops what is left of the request body before an error answer. Many
+// refusals come before the body is read (authentication, an unknown path, a content type the
+// resource does not take, a body over the limit). net/http sends such an answer at once and,
+// when the connection is to close (Connection: close, or more than 256 KiB left unread),
+// closes it half a second later with the body still arriving: a client still sending then
+// gets a reset, and loses the answer. Read first, the body is all in and the close is clean.
+func drainBody(c *gin.Context) {
+	if c.Request.Body == nil || c.Request.ContentLength == 0 {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, c.Request.Body, maxDrainBytes)
+}
+
 // readBody reads a body that must not be empty.
 func readBody(c *gin.Context) ([]byte, error) {
 	data, err := readLimited(c)
@@ -212,6 +229,7 @@ func decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directi
 
 // writeError answers with the Status an error maps to.
 func writeError(c *gin.Context, err error) {
+	drainBody(c)
 	st := apierror.ToStatus(err)
 	if st.Code == 0 {
 		st.Code = http.StatusInternalServerError
