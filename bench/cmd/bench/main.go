@@ -12,7 +12,11 @@
 // against the same number of pods created directly, on a private cluster.
 // Suite hpa (not in all): a HorizontalPodAutoscaler's reaction to CPU load (the
 // metrics API showing it, the scale decision, the new pod Ready) against a
-// direct scale of the same Deployment, on the cluster make up runs.
+// direct scale of the same Deployment, on the cluster make up runs. Suite storm:
+// the node agents' CPU and good pods' start while 40 pods fail, against the quiet
+// node, on make up's cluster. Suite badrequests: malformed writes on fresh and
+// kept-alive connections, every answer counted, against as many well-formed
+// reads, on make up's cluster.
 package main
 
 import (
@@ -23,11 +27,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"minik8s.io/bench/internal/abusesuite"
 	"minik8s.io/bench/internal/fnsuite"
 	"minik8s.io/bench/internal/hpasuite"
 	"minik8s.io/bench/internal/netsuite"
@@ -54,8 +60,14 @@ func main() {
 	dcfg := schedsuite.DeployDefaults
 	hcfg := hpasuite.Defaults
 	fcfg := fnsuite.Defaults
+	acfg := abusesuite.StormDefaults
+	rcfg := abusesuite.RequestsDefaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down), hpa (needs make up), serverless (needs make up) or all (all but scheduler, hpa and serverless)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down), hpa (needs make up), serverless (needs make up), storm (needs make up), badrequests (needs make up) or all (all but scheduler, hpa, serverless, storm and badrequests)")
+	fs.IntVar(&acfg.Pods, "storm-pods", acfg.Pods, "pods of each kind of failure in the storm suite")
+	fs.DurationVar(&acfg.Window, "storm-window", acfg.Window, "how long the storm suite measures the quiet node, then the storm")
+	fs.IntVar(&rcfg.Requests, "bad-requests", rcfg.Requests, "malformed writes per connection mode in the badrequests suite")
+	fs.IntVar(&rcfg.Clients, "bad-clients", rcfg.Clients, "concurrent clients in the badrequests suite")
 	fs.StringVar(&schedNodes, "sched-nodes", "1000,5000", "comma-separated hollow node counts for the scheduler suite")
 	fs.IntVar(&scfg.Pods, "sched-pods", scfg.Pods, "pods per run in the scheduler suite")
 	fs.IntVar(&scfg.Clients, "sched-clients", scfg.Clients, "goroutines creating pods in the scheduler suite")
@@ -100,8 +112,8 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if which != "all" && which != "apiserver" && which != "pods" && which != "network" && which != "scheduler" && which != "deployments" && which != "hpa" && which != "serverless" {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa, serverless or all\n", which)
+	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "hpa", "serverless", "storm", "badrequests"}, which) {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa, serverless, storm, badrequests or all\n", which)
 		os.Exit(2)
 	}
 	if scfg.Rounds < 1 {
@@ -142,7 +154,12 @@ func main() {
 	defer cancel()
 	hcfg.Kubeconfig = ncfg.Kubeconfig
 	fcfg.Kubeconfig = ncfg.Kubeconfig
+	acfg.Kubeconfig, rcfg.Kubeconfig = ncfg.Kubeconfig, ncfg.Kubeconfig
 	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, hcfg, fcfg, keep, log); err != nil {
+		log.Error("benchmark failed", "err", err)
+		os.Exit(1)
+	}
+	if err := runAbuse(ctx, which, acfg, rcfg, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
@@ -246,6 +263,35 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 			fmt.Println("## Scheduling")
 			fmt.Println()
 			rep.Print(os.Stdout)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runAbuse runs the storm and badrequests suites on make up's cluster.
+func runAbuse(ctx context.Context, which string, acfg abusesuite.StormConfig, rcfg abusesuite.RequestsConfig, log *slog.Logger) error {
+	if which == "storm" {
+		rep, err := abusesuite.RunStorm(ctx, acfg, log)
+		if rep != nil && len(rep.Phases) > 0 {
+			fmt.Println("## A storm of failing pods")
+			fmt.Println()
+			rep.Print(os.Stdout)
+			fmt.Println()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if which == "badrequests" {
+		rep, err := abusesuite.RunRequests(ctx, rcfg, log)
+		if rep != nil && len(rep.Modes) > 0 {
+			fmt.Println("## Bad requests")
+			fmt.Println()
+			rep.Print(os.Stdout)
+			fmt.Println()
 		}
 		if err != nil {
 			return err

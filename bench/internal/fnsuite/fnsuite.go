@@ -3,7 +3,6 @@ package fnsuite
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,10 +18,8 @@ import (
 
 	"minik8s.io/bench/internal/cluster"
 	"minik8s.io/bench/internal/stats"
-	"minik8s.io/shared/apierror"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	mclient "minik8s.io/shared/client"
-	"minik8s.io/shared/kubeconfig"
 )
 
 // Config says what to measure.
@@ -64,41 +61,22 @@ type env struct {
 	ns   string
 	fns  *mclient.Typed[*serverlessv1.Function, *serverlessv1.FunctionList]
 	pods *mclient.Typed[*corev1.Pod, *corev1.PodList]
-	nss  *mclient.Typed[*corev1.Namespace, *corev1.NamespaceList]
 	http *http.Client
 }
 
 // Run measures in a namespace of its own, which it deletes at the end.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
-	path := cfg.Kubeconfig
-	if path == "" {
-		path = kubeconfig.DefaultPath()
-	}
-	ccfg, err := mclient.FromKubeconfig(path)
-	if err != nil {
-		return nil, fmt.Errorf("the serverless suite measures the cluster of make up, which must be running: %w", err)
-	}
-	api, err := mclient.New(ccfg)
+	mu, cleanup, err := cluster.ConnectMakeUp(ctx, cfg.Kubeconfig, "serverless", "fnbench", log)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true, IdleConnTimeout: 90 * time.Second,
 		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}
-	e := &env{cfg: cfg, log: log, ns: fmt.Sprintf("fnbench-%d", time.Now().UnixNano()%1e6),
-		fns:  mclient.MustFor[*serverlessv1.Function, *serverlessv1.FunctionList](api),
-		pods: mclient.MustFor[*corev1.Pod, *corev1.PodList](api),
-		nss:  mclient.MustFor[*corev1.Namespace, *corev1.NamespaceList](api),
+	e := &env{cfg: cfg, log: log, ns: mu.Namespace,
+		fns:  mclient.MustFor[*serverlessv1.Function, *serverlessv1.FunctionList](mu.API),
+		pods: mclient.MustFor[*corev1.Pod, *corev1.PodList](mu.API),
 		http: &http.Client{Transport: tr, Timeout: time.Minute}}
-	if _, err := e.nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("the serverless suite measures the cluster of make up, which must be running: %w", err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := e.nss.Delete(dctx, "", e.ns, metav1.DeleteOptions{}); err != nil && !errors.Is(err, apierror.ErrNotFound) {
-			log.Warn("delete namespace", "namespace", e.ns, "err", err)
-		}
-	}()
 	return e.run(ctx)
 }
 

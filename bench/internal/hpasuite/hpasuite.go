@@ -2,7 +2,6 @@ package hpasuite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,10 +20,8 @@ import (
 
 	"minik8s.io/bench/internal/cluster"
 	"minik8s.io/bench/internal/stats"
-	"minik8s.io/shared/apierror"
 	metricsv1beta1 "minik8s.io/shared/apis/metrics/v1beta1"
 	mclient "minik8s.io/shared/client"
-	"minik8s.io/shared/kubeconfig"
 )
 
 // Config says what to measure.
@@ -71,40 +68,22 @@ type env struct {
 	deploys *mclient.Typed[*appsv1.Deployment, *appsv1.DeploymentList]
 	pods    *mclient.Typed[*corev1.Pod, *corev1.PodList]
 	hpas    *mclient.Typed[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList]
-	nss     *mclient.Typed[*corev1.Namespace, *corev1.NamespaceList]
 	http    *http.Client
 }
 
 // Run measures cfg.Rounds rounds in a namespace of its own, which it deletes at the end.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
-	path := cfg.Kubeconfig
-	if path == "" {
-		path = kubeconfig.DefaultPath()
-	}
-	ccfg, err := mclient.FromKubeconfig(path)
-	if err != nil {
-		return nil, fmt.Errorf("the hpa suite measures the cluster of make up, which must be running: %w", err)
-	}
-	api, err := mclient.New(ccfg)
+	mu, cleanup, err := cluster.ConnectMakeUp(ctx, cfg.Kubeconfig, "hpa", "hpabench", log)
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, log: log, api: api, ns: fmt.Sprintf("hpabench-%d", time.Now().UnixNano()%1e6),
+	defer cleanup()
+	api := mu.API
+	e := &env{cfg: cfg, log: log, api: api, ns: mu.Namespace,
 		deploys: mclient.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](api),
 		pods:    mclient.MustFor[*corev1.Pod, *corev1.PodList](api),
 		hpas:    mclient.MustFor[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList](api),
-		nss:     mclient.MustFor[*corev1.Namespace, *corev1.NamespaceList](api),
 		http:    &http.Client{Timeout: 5 * time.Second}}
-	if _, err := e.nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("the hpa suite measures the cluster of make up, which must be running: %w", err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := e.nss.Delete(dctx, "", e.ns, metav1.DeleteOptions{}); err != nil && !errors.Is(err, apierror.ErrNotFound) {
-			log.Warn("delete namespace", "namespace", e.ns, "err", err)
-		}
-	}()
 	rep := &Report{SyncPeriod: cfg.SyncPeriod}
 	for i := range cfg.Rounds {
 		r, err := e.round(ctx, fmt.Sprintf("load-%d", i))

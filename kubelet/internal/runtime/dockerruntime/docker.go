@@ -203,15 +203,17 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 		default:
 			err = mapErr(err)
 		}
-		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+		return "", fmt.Errorf("create container: %w", err)
 	}
 	return resp.ID, nil
 }
 
-// Start implements runtime.Runtime.
+// Start implements runtime.Runtime. Its error, like Create's, names no container: it is the
+// message users see in the pod's status and events, where the same failure of every attempt
+// makes one event with a count.
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return fmt.Errorf("start container %s: %w", id, mapErr(err))
+		return fmt.Errorf("start container: %w", mapErr(err))
 	}
 	return nil
 }

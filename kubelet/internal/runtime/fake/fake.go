@@ -393,7 +393,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	}
 	if err := r.missingExecutableLocked(ct); err != nil {
 		ct.c.ExitCode, ct.c.Error = 127, err.Error()
-		return fmt.Errorf("start %s: %w", id, err)
+		return fmt.Errorf("start container: %w", err)
 	}
 	ct.netKey, ct.host = ct.c.ID, ct.cfg.Hostname
 	if ct.host == "" {
