@@ -20,7 +20,7 @@ func starts(ds []time.Duration) string {
 
 // Print writes the storm's tables in Markdown.
 func (r *StormReport) Print(w io.Writer) {
-	fmt.Fprintf(w, "Node %s; %d pods whose command is missing from the image and %d whose container exits 1 at once, all created at the start of the storm's window.\n\n", r.Node, r.Pods, r.Pods)
+	fmt.Fprintf(w, "Node %s. The storm: %d pods whose command is missing from the image and %d whose container exits 1 at once, all created at the start of its window; its baseline for the creation burst: as many healthy pods created at once. Good pods: one every 5 s, those created in the first 15 s counted apart (during the burst).\n\n", r.Node, r.Pods, r.Pods)
 	fmt.Fprintln(w, "| phase | window | kubelet + dockerd (cores) | kubelet | dockerd | containerd + shims | machine busy | good pod create → Running, p50 / max (n) | during the storm's creation burst | neighbour pod's failed requests |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, p := range r.Phases {
@@ -28,11 +28,13 @@ func (r *StormReport) Print(w io.Writer) {
 			cores(p, p.Kubelet+p.Dockerd), cores(p, p.Kubelet), cores(p, p.Dockerd), cores(p, p.Engine), cores(p, p.Machine),
 			starts(p.Starts), starts(p.BurstStarts), p.Failed, p.Asked)
 	}
-	if len(r.Phases) == 2 {
-		q, s := r.Phases[0], r.Phases[1]
+	if len(r.Phases) == 3 {
+		q, h, s := r.Phases[0], r.Phases[1], r.Phases[2]
 		qs, ss := stats.Summarize(q.Starts), stats.Summarize(s.Starts)
-		if qs.P50 > 0 {
-			fmt.Fprintf(w, "\nGood pods during the storm: p50 %.2fx the quiet node's. ", float64(ss.P50)/float64(qs.P50))
+		hb, sb := stats.Summarize(h.BurstStarts), stats.Summarize(s.BurstStarts)
+		if qs.P50 > 0 && hb.P50 > 0 {
+			fmt.Fprintf(w, "\nGood pods during the storm: p50 %.2fx the quiet node's; during its creation burst %.2fx the healthy burst's. ",
+				float64(ss.P50)/float64(qs.P50), float64(sb.P50)/float64(hb.P50))
 		}
 		fmt.Fprintf(w, "Failing pods: %d container attempts in all over the window, at most %d restarts for one pod (the back-off allows %d).\n",
 			s.Attempts, s.MaxRestarts, s.AllowedRestarts)

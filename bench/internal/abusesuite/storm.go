@@ -74,6 +74,8 @@ type storm struct {
 	mu      sync.Mutex
 	running map[string]time.Time
 	seen    chan struct{}
+	// phases counts the phases measured, to name each one's good pods.
+	phases int
 }
 
 // RunStorm measures the quiet node for a window, then the storm for another, in a namespace of
@@ -119,6 +121,24 @@ func RunStorm(ctx context.Context, cfg StormConfig, log *slog.Logger) (*StormRep
 		return rep, err
 	}
 	rep.Phases = append(rep.Phases, quiet)
+
+	// The same number of pods created at once, healthy: the storm's creation burst without
+	// the failures, its baseline.
+	var healthy []*corev1.Pod
+	for i := range 2 * cfg.Pods {
+		p := s.goodPod(fmt.Sprintf("healthy-%d", i), "minik8s/busybox:1.0", "sleep", "3600")
+		p.Labels = map[string]string{healthyLabel: "true"}
+		healthy = append(healthy, p)
+	}
+	burst, err := s.phase(ctx, fmt.Sprintf("%d healthy pods created at once", len(healthy)), url, healthy)
+	if err != nil {
+		return rep, err
+	}
+	rep.Phases = append(rep.Phases, burst)
+	if err := s.removeHealthy(ctx); err != nil {
+		return rep, err
+	}
+
 	stormPods := abuse.StormPods(s.ns, cfg.Pods)
 	busy, err := s.phase(ctx, fmt.Sprintf("storm of %d failing pods", len(stormPods)), url, stormPods)
 	if err != nil {
@@ -126,6 +146,21 @@ func RunStorm(ctx context.Context, cfg StormConfig, log *slog.Logger) (*StormRep
 	}
 	rep.Phases = append(rep.Phases, busy)
 	return rep, nil
+}
+
+const healthyLabel = "minik8s.io/healthy-burst"
+
+// removeHealthy deletes the healthy burst's pods and waits until they are gone, so the storm
+// runs on the node as quiet as before.
+func (s *storm) removeHealthy(ctx context.Context) error {
+	sel := metav1.ListOptions{LabelSelector: healthyLabel}
+	if err := s.pods.DeleteCollection(ctx, s.ns, metav1.DeleteOptions{}, sel); err != nil {
+		return fmt.Errorf("delete the healthy pods: %w", err)
+	}
+	return cluster.Until(ctx, 3*time.Minute, 500*time.Millisecond, "the healthy pods gone", func() (bool, error) {
+		list, err := s.pods.List(ctx, s.ns, sel)
+		return err == nil && len(list.Items) == 0, err
+	})
 }
 
 func (s *storm) watch(w watch.Interface) {
@@ -186,9 +221,9 @@ func sample() cpu {
 	return c
 }
 
-// phase creates failing (none for the quiet phase), then measures a window from that moment:
-// CPU, a good pod every GoodEvery, and the neighbour asked every 200 ms.
-func (s *storm) phase(ctx context.Context, name, neighbour string, failing []*corev1.Pod) (Phase, error) {
+// phase creates burst (none for the quiet phase) at once, then measures a window from that
+// moment: CPU, a good pod every GoodEvery, and the neighbour asked every 200 ms.
+func (s *storm) phase(ctx context.Context, name, neighbour string, burst []*corev1.Pod) (Phase, error) {
 	ph := Phase{Name: name, Window: s.cfg.Window}
 	var asked, failed atomic.Int64
 	askCtx, stopAsking := context.WithCancel(ctx)
@@ -218,7 +253,7 @@ func (s *storm) phase(ctx context.Context, name, neighbour string, failing []*co
 
 	start := time.Now()
 	from := sample()
-	for _, p := range failing {
+	for _, p := range burst {
 		if err := s.create(ctx, p); err != nil {
 			stopAsking()
 			return ph, err
@@ -241,8 +276,8 @@ func (s *storm) phase(ctx context.Context, name, neighbour string, failing []*co
 			return ph, ctx.Err()
 		case <-time.After(time.Until(at)):
 		}
-		g := good{name: fmt.Sprintf("good-%d-%d", len(failing), i), created: time.Now()}
-		g.burst = len(failing) > 0 && g.created.Sub(start) < s.cfg.Burst
+		g := good{name: fmt.Sprintf("good-%d-%d", s.phases, i), created: time.Now()}
+		g.burst = len(burst) > 0 && g.created.Sub(start) < s.cfg.Burst
 		if err := s.create(ctx, s.goodPod(g.name, "minik8s/busybox:1.0", "sleep", "3600")); err != nil {
 			stopAsking()
 			return ph, err
@@ -268,7 +303,8 @@ func (s *storm) phase(ctx context.Context, name, neighbour string, failing []*co
 			ph.Starts = append(ph.Starts, at.Sub(g.created))
 		}
 	}
-	if len(failing) > 0 {
+	s.phases++
+	if len(burst) > 0 && burst[0].Labels[abuse.StormLabel] != "" {
 		list, err := s.pods.List(ctx, s.ns, metav1.ListOptions{LabelSelector: abuse.StormLabel})
 		if err != nil {
 			return ph, err
