@@ -1,0 +1,87 @@
+package app
+
+// The constructors of the controllers of Services, Ingress, nodes and volumes.
+
+import (
+	"minik8s.io/controller/internal/endpoints"
+	"minik8s.io/controller/internal/endpointslice"
+	"minik8s.io/controller/internal/ingress"
+	"minik8s.io/controller/internal/nodelifecycle"
+	"minik8s.io/controller/internal/volume"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/run"
+)
+
+func newNodeLifecycle(c *Context) run.Runnable {
+	return nodelifecycle.New(nodelifecycle.Config{
+		Settings: nodelifecycle.Settings{
+			GracePeriod:       c.Config.NodeMonitorGracePeriod,
+			DefaultToleration: c.Config.PodEvictionTimeout,
+		},
+		MonitorPeriod: c.Config.NodeMonitorPeriod,
+		Nodes:         c.Informers.Nodes(),
+		Leases:        c.Informers.Leases(),
+		Pods:          c.Informers.Pods(),
+		PodNodeIndex:  informer.PodNodeIndex,
+		API:           nodelifecycle.ClientAPI(c.Client),
+		Recorder:      c.Recorder,
+		Logger:        c.Logger,
+	})
+}
+
+func newEndpoints(c *Context) run.Runnable {
+	return endpoints.New(endpoints.Config{
+		Services:  c.Informers.Services(),
+		Pods:      c.Informers.Pods(),
+		Endpoints: c.Informers.Endpoints(),
+		API:       endpoints.ClientAPI(c.Client),
+		Workers:   c.Config.EndpointWorkers,
+		Resync:    c.Config.EndpointResync,
+		Logger:    c.Logger,
+	})
+}
+
+func newEndpointSlices(c *Context) run.Runnable {
+	return endpointslice.New(endpointslice.Config{
+		Services:             c.Informers.Services(),
+		Pods:                 c.Informers.Pods(),
+		Nodes:                c.Informers.Nodes(),
+		Slices:               c.Informers.EndpointSlices(informer.Indexers{endpointslice.ServiceIndex: endpointslice.ServiceIndexFunc}),
+		API:                  endpointslice.ClientAPI(c.Client),
+		MaxEndpointsPerSlice: c.Config.MaxEndpointsPerSlice,
+		Workers:              c.Config.EndpointWorkers,
+		Resync:               c.Config.EndpointResync,
+		Logger:               c.Logger,
+	})
+}
+
+func newIngress(c *Context) run.Runnable {
+	return ingress.New(ingress.Config{
+		Ingresses: c.Informers.Ingresses(),
+		Services:  c.Informers.Services(),
+		Pods:      c.Informers.Pods(),
+		API:       ingress.ClientAPI(c.Client),
+		Deliverer: ingress.ExecDeliverer{Config: ingress.RESTConfig(c.ClientConfig)},
+		Recorder:  c.Recorder,
+		Class:     c.Config.IngressClass,
+		Namespace: c.Config.IngressNamespace,
+		Image:     c.Config.IngressNginxImage,
+		Replicas:  c.Config.IngressNginxReplicas,
+		NodePort:  int32(c.Config.IngressNodePort),
+		Logger:    c.Logger,
+	})
+}
+
+func newVolumeBinder(c *Context) run.Runnable {
+	return volume.New(volume.Config{
+		Volumes:      c.Informers.For(informer.PersistentVolumes, nil),
+		Claims:       c.Informers.For(informer.PersistentVolumeClaims, nil),
+		Classes:      c.Informers.For(informer.StorageClasses, nil),
+		API:          volume.ClientAPI(c.Client),
+		Recorder:     c.Recorder,
+		Provisioner:  volume.DefaultProvisioner,
+		Root:         c.Config.PVRoot,
+		DefaultClass: c.Config.DefaultStorageClass,
+		Logger:       c.Logger,
+	})
+}

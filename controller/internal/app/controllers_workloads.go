@@ -1,0 +1,79 @@
+package app
+
+// The constructors of the workload controllers and the garbage collector.
+
+import (
+	"minik8s.io/controller/internal/deployment"
+	"minik8s.io/controller/internal/garbagecollector"
+	"minik8s.io/controller/internal/job"
+	"minik8s.io/controller/internal/podautoscaler"
+	"minik8s.io/controller/internal/replicaset"
+	"minik8s.io/controller/internal/ttlafterfinished"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/run"
+)
+
+func newGarbageCollector(c *Context) run.Runnable {
+	infs := map[string]*informer.Informer{}
+	for _, res := range garbagecollector.Collected() {
+		infs[res.Plural] = c.Informers.MetadataFor(res.Plural, informer.Indexers{garbagecollector.OwnerIndex: garbagecollector.OwnerIndexFunc})
+	}
+	return garbagecollector.New(garbagecollector.Config{
+		Informers: infs,
+		API:       garbagecollector.ClientAPI(c.Client),
+		Logger:    c.Logger,
+	})
+}
+
+func newReplicaSets(c *Context) run.Runnable {
+	return replicaset.New(replicaset.Config{
+		ReplicaSets: c.Informers.For(informer.ReplicaSets, nil),
+		Pods:        c.Informers.Pods(),
+		API:         replicaset.ClientAPI(c.Client),
+		Recorder:    c.Recorder,
+		Workers:     c.Config.ReplicaSetWorkers,
+		Logger:      c.Logger,
+	})
+}
+
+func newJobs(c *Context) run.Runnable {
+	return job.New(job.Config{
+		Jobs:     c.Informers.For(informer.Jobs, nil),
+		Pods:     c.Informers.For(informer.Pods, informer.Indexers{job.PodJobIndex: job.PodJobIndexFunc}),
+		API:      job.ClientAPI(c.Client),
+		Recorder: c.Recorder,
+		Logger:   c.Logger,
+	})
+}
+
+func newTTLAfterFinished(c *Context) run.Runnable {
+	return ttlafterfinished.New(ttlafterfinished.Config{
+		Jobs:   c.Informers.For(informer.Jobs, nil),
+		API:    ttlafterfinished.ClientAPI(c.Client),
+		Logger: c.Logger,
+	})
+}
+
+func newDeployments(c *Context) run.Runnable {
+	return deployment.New(deployment.Config{
+		Deployments: c.Informers.For(informer.Deployments, nil),
+		ReplicaSets: c.Informers.For(informer.ReplicaSets, nil),
+		Pods:        c.Informers.Pods(),
+		API:         deployment.ClientAPI(c.Client),
+		Recorder:    c.Recorder,
+		Workers:     c.Config.DeploymentWorkers,
+		Logger:      c.Logger,
+	})
+}
+
+func newHPAs(c *Context) run.Runnable {
+	return podautoscaler.New(podautoscaler.Config{
+		HPAs:       c.Informers.For(informer.HorizontalPodAutoscalers, nil),
+		Pods:       c.Informers.Pods(),
+		API:        podautoscaler.ClientAPI(c.Client),
+		Metrics:    podautoscaler.ClientMetrics(c.Client),
+		Recorder:   c.Recorder,
+		SyncPeriod: c.Config.HPASyncPeriod,
+		Logger:     c.Logger,
+	})
+}
