@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"minik8s.io/kubeproxy/internal/netns"
-	"minik8s.io/kubeproxy/internal/netns/netnstest"
+	"minik8s.io/shared/netns"
+	"minik8s.io/shared/netns/netnstest"
 )
 
 // TestEnsure makes 169.254.20.10 local in a fresh namespace, twice, and listens on it.

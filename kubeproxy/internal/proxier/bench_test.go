@@ -8,7 +8,7 @@ import (
 	"minik8s.io/kubeproxy/internal/catalog"
 	"minik8s.io/kubeproxy/internal/catalog/catalogtest"
 	"minik8s.io/kubeproxy/internal/netfilter/iptables"
-	"minik8s.io/kubeproxy/internal/netns/netnstest"
+	"minik8s.io/shared/netns/netnstest"
 	"minik8s.io/kubeproxy/internal/rules"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"minik8s.io/kubeproxy/internal/netfilter"
 	"minik8s.io/kubeproxy/internal/netfilter/iptables"
-	"minik8s.io/kubeproxy/internal/netns"
-	"minik8s.io/kubeproxy/internal/netns/netnstest"
+	"minik8s.io/shared/netns"
+	"minik8s.io/shared/netns/netnstest"
 	"minik8s.io/kubeproxy/internal/rules"
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"minik8s.io/kubeproxy/internal/netfilter/iptables"
-	"minik8s.io/kubeproxy/internal/netns/netnstest"
+	"minik8s.io/shared/netns/netnstest"
 )
 
 // kernelTables is the real adapter in a fresh network namespace.

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"minik8s.io/kubelet/internal/network"
+	"minik8s.io/shared/netns/netnstest"
 )
 
 // Env is one implementation under test, attached to a fresh pod network.
@@ -54,7 +55,7 @@ func newPod(t *testing.T, env Env, name string, ports ...network.PortMapping) sa
 		Ports:     ports,
 	}
 	if env.Real {
-		p.NetNS = NewNetNS(t)
+		p.NetNS = netnstest.New(t)
 	} else {
 		p.NetNS = "/run/netns/fake-" + name
 	}
@@ -228,7 +229,7 @@ func netnsGone(t *testing.T, env Env) {
 	a := newPod(t, env, "a")
 	setUp(t, a)
 	if env.Real {
-		DeleteNetNS(t, a.NetNS)
+		netnstest.Delete(t, a.NetNS)
 	}
 	tearDown(t, a)
 	wantAllocated(t, env)

@@ -2,94 +2,23 @@ package networktest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"minik8s.io/shared/netns"
+	"minik8s.io/shared/netns/netnstest"
 )
 
-// NetNSPrefix starts the name of every namespace these helpers create, so a cleanup can find
-// leftovers of an interrupted run with `ip netns list | grep mk8st-`.
-const NetNSPrefix = "mk8st-"
+// NewNetNS creates a network namespace for the test (see netnstest.New).
+func NewNetNS(t *testing.T) string { return netnstest.New(t) }
 
-// NewNetNS creates a network namespace with `ip netns add` and deletes it when the test ends.
-// It returns the namespace's path under /run/netns.
-func NewNetNS(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := NetNSPrefix + hex.EncodeToString(b)
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s (integration tests need root and iproute2)", name, err, out)
-	}
-	path := filepath.Join("/run/netns", name)
-	t.Cleanup(func() { DeleteNetNS(t, path) })
-	return path
-}
-
-// DeleteNetNS removes a namespace made by NewNetNS; a namespace already gone is fine.
-func DeleteNetNS(t *testing.T, path string) {
-	t.Helper()
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	if out, err := exec.Command("ip", "netns", "delete", filepath.Base(path)).CombinedOutput(); err != nil {
-		t.Errorf("ip netns delete %s: %v: %s", path, err, out)
-	}
-}
-
-// InNetNS runs fn on a thread switched into the namespace at path ("" means the current one):
-// what fn execs (iptables) runs there, and sockets it makes stay there.
-func InNetNS(path string, fn func() error) error { return inNetNS(path, fn) }
-
-// inNetNS runs fn on a thread switched into the namespace at path; "" means the current one.
-// Sockets keep the namespace they were created in, so a listener or connection made in fn can
-// be used from any goroutine afterwards.
-func inNetNS(path string, fn func() error) error {
-	if path == "" {
-		return fn()
-	}
-	runtime.LockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open own netns: %w", err)
-	}
-	defer self.Close()
-	target, err := os.Open(path)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open netns %s: %w", path, err)
-	}
-	defer target.Close()
-	if err := setns(target); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter netns %s: %w", path, err)
-	}
-	ferr := fn()
-	if err := setns(self); err != nil {
-		// Leave the thread locked: the goroutine's exit then destroys it instead of letting
-		// other goroutines run in the pod's namespace.
-		return fmt.Errorf("return from netns %s: %w", path, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
-
-func setns(f *os.File) error {
-	return unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-}
+// InNetNS runs fn in the namespace at path ("" means the current one; see netns.Do).
+func InNetNS(path string, fn func() error) error { return netns.Do(path, fn) }
 
 // Serve listens on TCP port in the namespace at path and answers every connection with reply
 // and a newline. The listener closes when the test ends.
@@ -103,7 +32,7 @@ func Serve(t *testing.T, path string, port int, reply string) {
 func ServeFunc(t *testing.T, path string, port int, reply func(net.Conn) string) {
 	t.Helper()
 	var ln net.Listener
-	err := inNetNS(path, func() error {
+	err := netns.Do(path, func() error {
 		var err error
 		ln, err = net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", port))
 		return err
@@ -134,7 +63,7 @@ func ServeFunc(t *testing.T, path string, port int, reply func(net.Conn) string)
 // peer wrote before closing, without the trailing newline.
 func Dial(ctx context.Context, path, addr string) (string, error) {
 	var c net.Conn
-	err := inNetNS(path, func() error {
+	err := netns.Do(path, func() error {
 		d := net.Dialer{Timeout: 3 * time.Second}
 		var err error
 		c, err = d.DialContext(ctx, "tcp4", addr)

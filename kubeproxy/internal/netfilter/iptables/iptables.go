@@ -13,7 +13,7 @@ import (
 	goipt "github.com/coreos/go-iptables/iptables"
 
 	"minik8s.io/kubeproxy/internal/netfilter"
-	"minik8s.io/kubeproxy/internal/netns"
+	"minik8s.io/shared/netns"
 )
 
 // Config tunes the adapter; the zero value uses the commands on PATH in the current network

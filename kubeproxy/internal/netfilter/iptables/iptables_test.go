@@ -5,7 +5,7 @@ import (
 
 	"minik8s.io/kubeproxy/internal/netfilter"
 	"minik8s.io/kubeproxy/internal/netfilter/netfiltertest"
-	"minik8s.io/kubeproxy/internal/netns/netnstest"
+	"minik8s.io/shared/netns/netnstest"
 )
 
 // newInNetNS returns the adapter working in a fresh network namespace.

@@ -1,3 +1,3 @@
 // Package netnstest makes throwaway network namespaces for tests and benchmarks that need the
-// kernel's iptables, links and sockets without touching the machine's.
+// kernel's links, routes, iptables and sockets without touching the machine's.
 package netnstest
