@@ -2,12 +2,13 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"minik8s.io/shared/run"
 )
 
 // ServeDebug serves Go's profiles (/debug/pprof/) on addr until ctx ends. They have no
@@ -19,23 +20,13 @@ func ServeDebug(ctx context.Context, addr string, log *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("debug server: %w", err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	log.Info("serving profiles", "address", l.Addr().String())
 	if host, _, _ := net.SplitHostPort(addr); host != "localhost" {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 			log.Warn("profiles are served without authentication on a non-loopback address", "address", addr)
 		}
 	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("debug server: %w", err)
-	case <-ctx.Done():
-		return srv.Close()
-	}
+	// A profile under way is cut short at shutdown: nobody waits for one.
+	srv := &run.HTTPServer{Name: "debug", Logger: log, Drain: time.Millisecond,
+		Server: &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	return srv.Start(ctx)
 }

@@ -200,23 +200,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return runCompactor(ctx, store, cfg.CompactInterval, ob.Revision, log)
 	}))
 	g.Add("namespaces", srv)
-	g.Add("https", run.Func(func(ctx context.Context) error {
-		errc := make(chan error, 1)
-		go func() { errc <- httpSrv.ServeTLS(ln, "", "") }()
-		log.Info("serving", "address", httpSrv.Addr, "kubeconfig", paths.AdminKubeconfig)
-		select {
-		case err := <-errc:
-			return fmt.Errorf("serve: %w", err)
-		case <-ctx.Done():
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		// Watches never end by themselves: close what is left after the grace period.
-		if err := httpSrv.Shutdown(sctx); err != nil {
-			_ = httpSrv.Close()
-		}
-		return nil
-	}))
+	log.Info("admin kubeconfig", "path", paths.AdminKubeconfig)
+	// Watches never end by themselves: what is left after the grace period is closed.
+	g.Add("https", &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Drain: cfg.ShutdownTimeout, Logger: log})
 	err = g.Run(ctx)
 	log.Info("stopped")
 	return err

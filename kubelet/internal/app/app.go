@@ -415,21 +415,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}
 	}))
-	g.Add("https", run.Func(func(ctx context.Context) error {
-		errc := make(chan error, 1)
-		go func() { errc <- httpSrv.ServeTLS(ln, "", "") }()
-		log.Info("serving", "address", httpSrv.Addr, "node", node)
-		select {
-		case err := <-errc:
-			return fmt.Errorf("serve: %w", err)
-		case <-ctx.Done():
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := httpSrv.Shutdown(sctx); err != nil {
-			_ = httpSrv.Close()
-		}
-		return nil
-	}))
+	g.Add("https", &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Logger: log.With("node", node)})
 	return g.Run(ctx)
 }

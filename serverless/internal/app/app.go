@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -111,35 +109,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	g.Add("autoscaler", scaler)
 	g.Add("gateway", gw)
 	g.Add("workflows", workflows)
-	g.Add("gateway-http", run.Func(func(ctx context.Context) error { return serveHTTP(ctx, cfg.GatewayAddress, gw.Handler(), log) }))
+	g.Add("gateway-http", &run.HTTPServer{Name: "gateway", Drain: 10 * time.Second, Logger: log,
+		Server: &http.Server{Addr: cfg.GatewayAddress, Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}})
 	if cfg.MetricsAddress != "" {
 		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
 	}
 	log.Info("starting", "queue", cfg.Queue, "gateway", cfg.GatewayAddress, "redis", cfg.RedisAddr)
 	return g.Run(ctx)
-}
-
-// serveHTTP serves h on addr until ctx ends, then lets calls under way finish for a while.
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	log.Info("gateway listening", "address", l.Addr().String())
-	select {
-	case err := <-errc:
-		return fmt.Errorf("gateway: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
 }
 
 // clusterName names this cluster where several share one Redis or Docker engine: its bus

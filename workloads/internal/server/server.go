@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"minik8s.io/shared/run"
 )
 
 // DefaultPort is where a workload listens when $PORT is unset; manifests' containerPort says 8080.
@@ -51,40 +52,15 @@ func ShutdownDelay(getenv func(string) string) (time.Duration, error) {
 // Run serves h on addr until ctx is done, keeps serving for delay more, then drains in-flight
 // requests for a bounded time.
 func Run(ctx context.Context, logger *slog.Logger, addr string, h http.Handler, delay time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	srv := &http.Server{
-		Handler:           Logged(logger, h),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	logger.Info("serving", "addr", ln.Addr().String())
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve %s: %w", addr, err)
-	case <-ctx.Done():
-	}
-	if delay > 0 {
-		logger.Info("stopping after the shutdown delay", "delay", delay)
-		select {
-		case err := <-errc:
-			return fmt.Errorf("serve %s: %w", addr, err)
-		case <-time.After(delay):
-		}
-	}
-	// ctx is already done; draining gets its own deadline.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve %s: %w", addr, err)
+	srv := &run.HTTPServer{Name: "workload", Logger: logger, Linger: delay, Drain: shutdownTimeout,
+		Server: &http.Server{
+			Addr:              addr,
+			Handler:           Logged(logger, h),
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+		}}
+	if err := srv.Start(ctx); err != nil {
+		return err
 	}
 	logger.Info("stopped")
 	return nil
