@@ -1,4 +1,4 @@
-package nodenet
+package nodenet_test
 
 import (
 	"fmt"
@@ -15,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/kubelet/internal/network/networktest"
+	"minik8s.io/kubelet/internal/network/nodenet"
+	"minik8s.io/shared/netns"
+	"minik8s.io/shared/netns/netnstest"
 )
 
 // nsIPTables runs go-iptables inside a network namespace: each call execs iptables from a
@@ -24,7 +27,7 @@ type nsIPTables struct {
 	ipt  *iptables.IPTables
 }
 
-func (n nsIPTables) in(fn func() error) error { return networktest.InNetNS(n.path, fn) }
+func (n nsIPTables) in(fn func() error) error { return netns.Do(n.path, fn) }
 
 func (n nsIPTables) ChainExists(table, chain string) (ok bool, err error) {
 	err = n.in(func() error { ok, err = n.ipt.ChainExists(table, chain); return err })
@@ -37,10 +40,6 @@ func (n nsIPTables) List(table, chain string) (out []string, err error) {
 	err = n.in(func() error { out, err = n.ipt.List(table, chain); return err })
 	return out, err
 }
-func (n nsIPTables) Exists(table, chain string, rule ...string) (ok bool, err error) {
-	err = n.in(func() error { ok, err = n.ipt.Exists(table, chain, rule...); return err })
-	return ok, err
-}
 func (n nsIPTables) Insert(table, chain string, pos int, rule ...string) error {
 	return n.in(func() error { return n.ipt.Insert(table, chain, pos, rule...) })
 }
@@ -49,6 +48,28 @@ func (n nsIPTables) Append(table, chain string, rule ...string) error {
 }
 func (n nsIPTables) DeleteById(table, chain string, id int) error {
 	return n.in(func() error { return n.ipt.DeleteById(table, chain, id) })
+}
+
+// needRoot skips under -short and fails, saying why, where the test cannot make namespaces.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root, iproute2 and iptables (-short)")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the pod network integration tests need root (network namespaces, routes, iptables); run them as root or with -short")
+	}
+	netnstest.Need(t, "ip", "iptables")
+}
+
+// newNSIPTables is iptables in the namespace at path.
+func newNSIPTables(t *testing.T, path string) nsIPTables {
+	t.Helper()
+	ipt, err := iptables.New()
+	if err != nil {
+		t.Fatalf("iptables: %v (the pod network integration tests need iptables)", err)
+	}
+	return nsIPTables{path: path, ipt: ipt}
 }
 
 // run runs a command and fails the test with its output when it fails.
@@ -77,12 +98,7 @@ const labCluster = "10.250.0.0/16"
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs root, iproute2 and iptables (-short)")
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("the pod network integration test needs root (network namespaces, routes, iptables); run it as root or with -short")
-	}
+	needRoot(t)
 	l := &lab{sw: networktest.NewNetNS(t), a: networktest.NewNetNS(t), b: networktest.NewNetNS(t),
 		podA: networktest.NewNetNS(t), podB: networktest.NewNetNS(t), nodes: &fakeNodes{nodes: map[string]*corev1.Node{}}}
 	sw := filepath.Base(l.sw)
@@ -116,27 +132,23 @@ func newLab(t *testing.T) *lab {
 }
 
 // reconciler makes the reconciler of the node whose namespace is ns.
-func (l *lab) reconciler(t *testing.T, ns, name string, mode Mode) (*Reconciler, *Netlink, IPTables) {
+func (l *lab) reconciler(t *testing.T, ns, name string, mode nodenet.Mode) (*nodenet.Reconciler, *nodenet.Netlink, nodenet.IPTables) {
 	t.Helper()
-	k, err := NewNetlink(ns)
+	k, err := nodenet.NewNetlink(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Close)
-	ipt, err := iptables.New()
-	if err != nil {
-		t.Fatalf("iptables: %v", err)
-	}
-	nsipt := nsIPTables{path: ns, ipt: ipt}
-	self := func() Peer {
+	nsipt := newNSIPTables(t, ns)
+	self := func() nodenet.Peer {
 		for _, n := range l.nodes.List() {
 			if n.Name == name {
-				return PeerOf(n)
+				return nodenet.PeerOf(n)
 			}
 		}
-		return Peer{Name: name}
+		return nodenet.Peer{Name: name}
 	}
-	r, err := NewReconciler(ReconcilerConfig{Config: Config{Mode: mode}, ClusterCIDR: netip.MustParsePrefix(labCluster)}, k, nsipt, self, l.nodes)
+	r, err := nodenet.NewReconciler(nodenet.ReconcilerConfig{Config: nodenet.Config{Mode: mode}, ClusterCIDR: netip.MustParsePrefix(labCluster)}, k, nsipt, self, l.nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +165,11 @@ func peerServer(t *testing.T, ns, ip string, port int) string {
 	return net.JoinHostPort(ip, fmt.Sprint(port))
 }
 
-func testPodNetwork(t *testing.T, mode Mode) {
+func testPodNetwork(t *testing.T, mode nodenet.Mode) {
 	l := newLab(t)
 	ra, ka, ipta := l.reconciler(t, l.a, "a", mode)
 	rb, kb, _ := l.reconciler(t, l.b, "b", mode)
-	for _, r := range []*Reconciler{ra, rb} {
+	for _, r := range []*nodenet.Reconciler{ra, rb} {
 		if err := r.Sync(t.Context()); err != nil {
 			t.Fatalf("Sync: %v", err)
 		}
@@ -171,7 +183,7 @@ func testPodNetwork(t *testing.T, mode Mode) {
 	// Pod to an address outside the cluster CIDR: masqueraded to its node's address.
 	networktest.DialEventually(t, l.podB, nodeA, "from 198.18.0.2")
 
-	routesOf := func(k *Netlink) []string {
+	routesOf := func(k *nodenet.Netlink) []string {
 		rs, err := k.Routes()
 		if err != nil {
 			t.Fatal(err)
@@ -183,22 +195,22 @@ func testPodNetwork(t *testing.T, mode Mode) {
 		return out
 	}
 	wantB := []string{"10.250.1.0/24 via 198.18.0.1"}
-	if mode == VXLAN {
+	if mode == nodenet.VXLAN {
 		wantB = []string{"10.250.1.0/24 via 10.250.1.0 dev minik8s.1 onlink"}
 	}
 	if d := cmp.Diff(wantB, routesOf(kb)); d != "" {
 		t.Errorf("node b's routes (-want +got):\n%s", d)
 	}
-	if mode == VXLAN {
+	if mode == nodenet.VXLAN {
 		neigh, fdb, err := kb.VTEPEntries("minik8s.1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Neighbor{{IP: netip.MustParseAddr("10.250.1.0"), MAC: "02:6b:c6:12:00:01"}}
+		want := []nodenet.Neighbor{{IP: netip.MustParseAddr("10.250.1.0"), MAC: "02:6b:c6:12:00:01"}}
 		if d := diffPlan(want, neigh); d != "" {
 			t.Errorf("node b's VXLAN neighbours (-want +got):\n%s", d)
 		}
-		wantFDB := []FDB{{MAC: "02:6b:c6:12:00:01", Dst: netip.MustParseAddr("198.18.0.1")}}
+		wantFDB := []nodenet.FDB{{MAC: "02:6b:c6:12:00:01", Dst: netip.MustParseAddr("198.18.0.1")}}
 		if d := diffPlan(wantFDB, fdb); d != "" {
 			t.Errorf("node b's VXLAN forwarding entries (-want +got):\n%s", d)
 		}
@@ -211,12 +223,12 @@ func testPodNetwork(t *testing.T, mode Mode) {
 	}
 
 	// Applying the rules again changes nothing: real iptables lists them as we compare them.
-	if changed, err := ApplyRules(ipta, Rules(netip.MustParsePrefix(labCluster))); err != nil || changed {
+	if changed, err := nodenet.ApplyRules(ipta, nodenet.Rules(netip.MustParsePrefix(labCluster))); err != nil || changed {
 		t.Errorf("second ApplyRules on node a = %v, %v; want no change", changed, err)
 	}
-	out := run(t, "ip", "netns", "exec", filepath.Base(l.a), "iptables", "-w", "5", "-t", "nat", "-S", PostroutingChain)
+	out := run(t, "ip", "netns", "exec", filepath.Base(l.a), "iptables", "-w", "5", "-t", "nat", "-S", nodenet.PostroutingChain)
 	if !strings.Contains(out, "-s 10.250.0.0/16 ! -d 224.0.0.0/4") || !strings.Contains(out, "-j MASQUERADE") {
-		t.Errorf("node a's %s:\n%s", PostroutingChain, out)
+		t.Errorf("node a's %s:\n%s", nodenet.PostroutingChain, out)
 	}
 
 	// Node a leaves: b's route to it goes, and so does the way there.
@@ -230,7 +242,7 @@ func testPodNetwork(t *testing.T, mode Mode) {
 	if _, err := networktest.Dial(t.Context(), l.podB, podA); err == nil {
 		t.Errorf("pod b still reaches pod a after node a left")
 	}
-	if mode == VXLAN {
+	if mode == nodenet.VXLAN {
 		if neigh, fdb, err := kb.VTEPEntries("minik8s.1"); err != nil || len(neigh)+len(fdb) != 0 {
 			t.Errorf("node b's VXLAN entries after a left: %v %v %v, want none", neigh, fdb, err)
 		}
@@ -238,6 +250,6 @@ func testPodNetwork(t *testing.T, mode Mode) {
 	_ = ka
 }
 
-func TestIntegrationHostGW(t *testing.T) { testPodNetwork(t, HostGW) }
+func TestIntegrationHostGW(t *testing.T) { testPodNetwork(t, nodenet.HostGW) }
 
-func TestIntegrationVXLAN(t *testing.T) { testPodNetwork(t, VXLAN) }
+func TestIntegrationVXLAN(t *testing.T) { testPodNetwork(t, nodenet.VXLAN) }

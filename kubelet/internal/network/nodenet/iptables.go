@@ -6,15 +6,18 @@ import (
 )
 
 // IPTables is the part of github.com/coreos/go-iptables the rules need; *iptables.IPTables
-// satisfies it, FakeIPTables records what is done.
+// satisfies it, and package fake has one in memory that records what is done.
 type IPTables interface {
 	ChainExists(table, chain string) (bool, error)
+	// NewChain fails when the chain exists.
 	NewChain(table, chain string) error
-	// List returns the chain as `iptables -S` prints it.
+	// List returns the chain as `iptables -S` prints it: "-P CHAIN POLICY" for a built-in
+	// chain or "-N CHAIN" for ours, then one "-A CHAIN ..." line per rule, in order.
 	List(table, chain string) ([]string, error)
-	Exists(table, chain string, rulespec ...string) (bool, error)
+	// Insert puts a rule at pos (1-based); a position past the end+1 fails.
 	Insert(table, chain string, pos int, rulespec ...string) error
 	Append(table, chain string, rulespec ...string) error
+	// DeleteById removes rule number id (1-based); a number with no rule fails.
 	DeleteById(table, chain string, id int) error
 }
 

@@ -202,11 +202,13 @@ func Desired(cfg Config, self Peer, peers []Peer) Plan {
 		plan.Neighbors = append(plan.Neighbors, Neighbor{IP: vtep, MAC: mac})
 		plan.FDB = append(plan.FDB, FDB{MAC: mac, Dst: p.InternalIP})
 	}
-	plan.sort()
+	plan.Sort()
 	return plan
 }
 
-func (p *Plan) sort() {
+// Sort orders the plan's slices as Desired does (routes by destination, neighbours by address,
+// forwarding entries by destination then MAC), so a kernel's state compares with a plan.
+func (p *Plan) Sort() {
 	slices.SortFunc(p.Routes, func(a, b Route) int { return comparePrefix(a.Dst, b.Dst) })
 	slices.SortFunc(p.Neighbors, func(a, b Neighbor) int { return a.IP.Compare(b.IP) })
 	slices.SortFunc(p.FDB, func(a, b FDB) int {

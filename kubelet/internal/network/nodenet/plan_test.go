@@ -1,4 +1,4 @@
-package nodenet
+package nodenet_test
 
 import (
 	"net/netip"
@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/kubelet/internal/network/nodenet"
 )
 
 var cmpAddrs = cmp.Comparer(func(a, b netip.Addr) bool { return a == b })
@@ -14,8 +16,8 @@ var cmpPrefixes = cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })
 
 func diffPlan(want, got any) string { return cmp.Diff(want, got, cmpAddrs, cmpPrefixes) }
 
-func peer(name, cidr, ip string) Peer {
-	p := Peer{Name: name}
+func peer(name, cidr, ip string) nodenet.Peer {
+	p := nodenet.Peer{Name: name}
 	if cidr != "" {
 		p.PodCIDR = netip.MustParsePrefix(cidr)
 	}
@@ -25,15 +27,15 @@ func peer(name, cidr, ip string) Peer {
 	return p
 }
 
-func hostRoute(cidr, gw string) Route {
-	return Route{Dst: netip.MustParsePrefix(cidr), Gw: netip.MustParseAddr(gw)}
+func hostRoute(cidr, gw string) nodenet.Route {
+	return nodenet.Route{Dst: netip.MustParsePrefix(cidr), Gw: netip.MustParseAddr(gw)}
 }
 
 func TestPeerOf(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		node corev1.Node
-		want Peer
+		want nodenet.Peer
 	}{
 		{"complete", corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "a"},
@@ -51,7 +53,7 @@ func TestPeerOf(t *testing.T) {
 		}, peer("d", "", "")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if d := diffPlan(tt.want, PeerOf(&tt.node)); d != "" {
+			if d := diffPlan(tt.want, nodenet.PeerOf(&tt.node)); d != "" {
 				t.Errorf("PeerOf (-want +got):\n%s", d)
 			}
 		})
@@ -62,24 +64,24 @@ func TestDesiredHostGW(t *testing.T) {
 	self := peer("self", "10.244.0.0/24", "192.168.5.1")
 	for _, tt := range []struct {
 		name  string
-		peers []Peer
-		want  []Route
+		peers []nodenet.Peer
+		want  []nodenet.Route
 	}{
-		{"alone", []Peer{self}, nil},
-		{"two others, sorted by destination", []Peer{self, peer("c", "10.244.2.0/24", "192.168.5.3"), peer("b", "10.244.1.0/24", "192.168.5.2")},
-			[]Route{hostRoute("10.244.1.0/24", "192.168.5.2"), hostRoute("10.244.2.0/24", "192.168.5.3")}},
-		{"a node without a pod CIDR yet", []Peer{self, peer("b", "", "192.168.5.2")}, nil},
-		{"a node without an InternalIP", []Peer{self, peer("b", "10.244.1.0/24", "")}, nil},
-		{"a node on this very host", []Peer{self, peer("b", "10.244.1.0/24", "192.168.5.1")}, nil},
-		{"a node claiming this node's pod CIDR", []Peer{self, peer("b", "10.244.0.0/24", "192.168.5.2")}, nil},
-		{"a node whose pod CIDR covers this node's", []Peer{self, peer("b", "10.244.0.0/16", "192.168.5.2")}, nil},
-		{"two nodes with one pod CIDR: the first by name", []Peer{self, peer("z", "10.244.1.0/24", "192.168.5.9"), peer("b", "10.244.1.0/24", "192.168.5.2")},
-			[]Route{hostRoute("10.244.1.0/24", "192.168.5.2")}},
-		{"this node's own entry is never routed even with another name's address", []Peer{peer("self", "10.244.7.0/24", "192.168.5.7")}, nil},
+		{"alone", []nodenet.Peer{self}, nil},
+		{"two others, sorted by destination", []nodenet.Peer{self, peer("c", "10.244.2.0/24", "192.168.5.3"), peer("b", "10.244.1.0/24", "192.168.5.2")},
+			[]nodenet.Route{hostRoute("10.244.1.0/24", "192.168.5.2"), hostRoute("10.244.2.0/24", "192.168.5.3")}},
+		{"a node without a pod CIDR yet", []nodenet.Peer{self, peer("b", "", "192.168.5.2")}, nil},
+		{"a node without an InternalIP", []nodenet.Peer{self, peer("b", "10.244.1.0/24", "")}, nil},
+		{"a node on this very host", []nodenet.Peer{self, peer("b", "10.244.1.0/24", "192.168.5.1")}, nil},
+		{"a node claiming this node's pod CIDR", []nodenet.Peer{self, peer("b", "10.244.0.0/24", "192.168.5.2")}, nil},
+		{"a node whose pod CIDR covers this node's", []nodenet.Peer{self, peer("b", "10.244.0.0/16", "192.168.5.2")}, nil},
+		{"two nodes with one pod CIDR: the first by name", []nodenet.Peer{self, peer("z", "10.244.1.0/24", "192.168.5.9"), peer("b", "10.244.1.0/24", "192.168.5.2")},
+			[]nodenet.Route{hostRoute("10.244.1.0/24", "192.168.5.2")}},
+		{"this node's own entry is never routed even with another name's address", []nodenet.Peer{peer("self", "10.244.7.0/24", "192.168.5.7")}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Desired(Config{Mode: HostGW}, self, tt.peers)
-			if d := diffPlan(Plan{Routes: tt.want}, got); d != "" {
+			got := nodenet.Desired(nodenet.Config{Mode: nodenet.HostGW}, self, tt.peers)
+			if d := diffPlan(nodenet.Plan{Routes: tt.want}, got); d != "" {
 				t.Errorf("Desired (-want +got):\n%s", d)
 			}
 		})
@@ -92,22 +94,22 @@ func TestDesiredHostGWFollowsNodes(t *testing.T) {
 	c := peer("c", "10.244.2.0/24", "192.168.5.3")
 	steps := []struct {
 		name        string
-		peers       []Peer
-		wantReplace []Route
-		wantDelete  []Route
+		peers       []nodenet.Peer
+		wantReplace []nodenet.Route
+		wantDelete  []nodenet.Route
 	}{
-		{"b joins", []Peer{self, b}, []Route{hostRoute("10.244.1.0/24", "192.168.5.2")}, nil},
-		{"c joins", []Peer{self, b, c}, []Route{hostRoute("10.244.2.0/24", "192.168.5.3")}, nil},
-		{"nothing changes", []Peer{self, b, c}, nil, nil},
-		{"b's address changes", []Peer{self, peer("b", "10.244.1.0/24", "192.168.5.20"), c}, []Route{hostRoute("10.244.1.0/24", "192.168.5.20")}, nil},
-		{"c leaves", []Peer{self, peer("b", "10.244.1.0/24", "192.168.5.20")}, nil, []Route{hostRoute("10.244.2.0/24", "192.168.5.3")}},
-		{"b loses its address", []Peer{self, peer("b", "10.244.1.0/24", "")}, nil, []Route{hostRoute("10.244.1.0/24", "192.168.5.20")}},
+		{"b joins", []nodenet.Peer{self, b}, []nodenet.Route{hostRoute("10.244.1.0/24", "192.168.5.2")}, nil},
+		{"c joins", []nodenet.Peer{self, b, c}, []nodenet.Route{hostRoute("10.244.2.0/24", "192.168.5.3")}, nil},
+		{"nothing changes", []nodenet.Peer{self, b, c}, nil, nil},
+		{"b's address changes", []nodenet.Peer{self, peer("b", "10.244.1.0/24", "192.168.5.20"), c}, []nodenet.Route{hostRoute("10.244.1.0/24", "192.168.5.20")}, nil},
+		{"c leaves", []nodenet.Peer{self, peer("b", "10.244.1.0/24", "192.168.5.20")}, nil, []nodenet.Route{hostRoute("10.244.2.0/24", "192.168.5.3")}},
+		{"b loses its address", []nodenet.Peer{self, peer("b", "10.244.1.0/24", "")}, nil, []nodenet.Route{hostRoute("10.244.1.0/24", "192.168.5.20")}},
 	}
-	var have Plan
+	var have nodenet.Plan
 	for _, s := range steps {
-		want := Desired(Config{}, self, s.peers)
-		ch := Diff(want, have)
-		if d := diffPlan(Changes{ReplaceRoutes: s.wantReplace, DeleteRoutes: s.wantDelete}, ch); d != "" {
+		want := nodenet.Desired(nodenet.Config{}, self, s.peers)
+		ch := nodenet.Diff(want, have)
+		if d := diffPlan(nodenet.Changes{ReplaceRoutes: s.wantReplace, DeleteRoutes: s.wantDelete}, ch); d != "" {
 			t.Errorf("%s: changes (-want +got):\n%s", s.name, d)
 		}
 		have = want
@@ -116,39 +118,39 @@ func TestDesiredHostGWFollowsNodes(t *testing.T) {
 
 func TestDesiredVXLAN(t *testing.T) {
 	self := peer("self", "10.244.0.0/24", "192.168.5.1")
-	cfg := Config{Mode: VXLAN}
-	vtep := &VTEP{Name: "minik8s.1", VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.5.1"), MAC: "02:6b:c0:a8:05:01",
+	cfg := nodenet.Config{Mode: nodenet.VXLAN}
+	vtep := &nodenet.VTEP{Name: "minik8s.1", VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.5.1"), MAC: "02:6b:c0:a8:05:01",
 		Address: netip.MustParseAddr("10.244.0.0")}
 	for _, tt := range []struct {
 		name  string
-		self  Peer
-		peers []Peer
-		want  Plan
+		self  nodenet.Peer
+		peers []nodenet.Peer
+		want  nodenet.Plan
 	}{
-		{"alone: the device only", self, []Peer{self}, Plan{VTEP: vtep}},
-		{"two others", self, []Peer{self, peer("c", "10.244.2.0/24", "10.9.0.3"), peer("b", "10.244.1.0/24", "192.168.5.2")}, Plan{
+		{"alone: the device only", self, []nodenet.Peer{self}, nodenet.Plan{VTEP: vtep}},
+		{"two others", self, []nodenet.Peer{self, peer("c", "10.244.2.0/24", "10.9.0.3"), peer("b", "10.244.1.0/24", "192.168.5.2")}, nodenet.Plan{
 			VTEP: vtep,
-			Routes: []Route{
+			Routes: []nodenet.Route{
 				{Dst: netip.MustParsePrefix("10.244.1.0/24"), Gw: netip.MustParseAddr("10.244.1.0"), Dev: "minik8s.1", Onlink: true},
 				{Dst: netip.MustParsePrefix("10.244.2.0/24"), Gw: netip.MustParseAddr("10.244.2.0"), Dev: "minik8s.1", Onlink: true},
 			},
-			Neighbors: []Neighbor{
+			Neighbors: []nodenet.Neighbor{
 				{IP: netip.MustParseAddr("10.244.1.0"), MAC: "02:6b:c0:a8:05:02"},
 				{IP: netip.MustParseAddr("10.244.2.0"), MAC: "02:6b:0a:09:00:03"},
 			},
-			FDB: []FDB{
+			FDB: []nodenet.FDB{
 				{MAC: "02:6b:0a:09:00:03", Dst: netip.MustParseAddr("10.9.0.3")},
 				{MAC: "02:6b:c0:a8:05:02", Dst: netip.MustParseAddr("192.168.5.2")},
 			},
 		}},
-		{"skips as host-gw does", self, []Peer{self, peer("b", "", "192.168.5.2"), peer("c", "10.244.2.0/24", ""), peer("d", "10.244.3.0/24", "192.168.5.1")},
-			Plan{VTEP: vtep}},
+		{"skips as host-gw does", self, []nodenet.Peer{self, peer("b", "", "192.168.5.2"), peer("c", "10.244.2.0/24", ""), peer("d", "10.244.3.0/24", "192.168.5.1")},
+			nodenet.Plan{VTEP: vtep}},
 		{"no pod CIDR of its own yet: the device has no address", peer("self", "", "192.168.5.1"), nil,
-			Plan{VTEP: &VTEP{Name: "minik8s.1", VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.5.1"), MAC: "02:6b:c0:a8:05:01"}}},
-		{"no InternalIP of its own: nothing", peer("self", "10.244.0.0/24", ""), []Peer{peer("b", "10.244.1.0/24", "192.168.5.2")}, Plan{}},
+			nodenet.Plan{VTEP: &nodenet.VTEP{Name: "minik8s.1", VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.5.1"), MAC: "02:6b:c0:a8:05:01"}}},
+		{"no InternalIP of its own: nothing", peer("self", "10.244.0.0/24", ""), []nodenet.Peer{peer("b", "10.244.1.0/24", "192.168.5.2")}, nodenet.Plan{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if d := diffPlan(tt.want, Desired(cfg, tt.self, tt.peers)); d != "" {
+			if d := diffPlan(tt.want, nodenet.Desired(cfg, tt.self, tt.peers)); d != "" {
 				t.Errorf("Desired (-want +got):\n%s", d)
 			}
 		})
@@ -157,33 +159,33 @@ func TestDesiredVXLAN(t *testing.T) {
 
 func TestDiffVXLAN(t *testing.T) {
 	self := peer("self", "10.244.0.0/24", "192.168.5.1")
-	cfg := Config{Mode: VXLAN}
-	before := Desired(cfg, self, []Peer{peer("b", "10.244.1.0/24", "192.168.5.2"), peer("c", "10.244.2.0/24", "192.168.5.3")})
+	cfg := nodenet.Config{Mode: nodenet.VXLAN}
+	before := nodenet.Desired(cfg, self, []nodenet.Peer{peer("b", "10.244.1.0/24", "192.168.5.2"), peer("c", "10.244.2.0/24", "192.168.5.3")})
 	// b moves to another address, c leaves.
-	after := Desired(cfg, self, []Peer{peer("b", "10.244.1.0/24", "192.168.5.20")})
-	want := Changes{
-		SetNeighbors:    []Neighbor{{IP: netip.MustParseAddr("10.244.1.0"), MAC: "02:6b:c0:a8:05:14"}},
-		DeleteNeighbors: []Neighbor{{IP: netip.MustParseAddr("10.244.2.0"), MAC: "02:6b:c0:a8:05:03"}},
-		AddFDB:          []FDB{{MAC: "02:6b:c0:a8:05:14", Dst: netip.MustParseAddr("192.168.5.20")}},
-		DeleteFDB: []FDB{{MAC: "02:6b:c0:a8:05:02", Dst: netip.MustParseAddr("192.168.5.2")},
+	after := nodenet.Desired(cfg, self, []nodenet.Peer{peer("b", "10.244.1.0/24", "192.168.5.20")})
+	want := nodenet.Changes{
+		SetNeighbors:    []nodenet.Neighbor{{IP: netip.MustParseAddr("10.244.1.0"), MAC: "02:6b:c0:a8:05:14"}},
+		DeleteNeighbors: []nodenet.Neighbor{{IP: netip.MustParseAddr("10.244.2.0"), MAC: "02:6b:c0:a8:05:03"}},
+		AddFDB:          []nodenet.FDB{{MAC: "02:6b:c0:a8:05:14", Dst: netip.MustParseAddr("192.168.5.20")}},
+		DeleteFDB: []nodenet.FDB{{MAC: "02:6b:c0:a8:05:02", Dst: netip.MustParseAddr("192.168.5.2")},
 			{MAC: "02:6b:c0:a8:05:03", Dst: netip.MustParseAddr("192.168.5.3")}},
-		DeleteRoutes: []Route{{Dst: netip.MustParsePrefix("10.244.2.0/24"), Gw: netip.MustParseAddr("10.244.2.0"), Dev: "minik8s.1", Onlink: true}},
+		DeleteRoutes: []nodenet.Route{{Dst: netip.MustParsePrefix("10.244.2.0/24"), Gw: netip.MustParseAddr("10.244.2.0"), Dev: "minik8s.1", Onlink: true}},
 	}
-	if d := diffPlan(want, Diff(after, before)); d != "" {
+	if d := diffPlan(want, nodenet.Diff(after, before)); d != "" {
 		t.Errorf("Diff (-want +got):\n%s", d)
 	}
-	if !Diff(after, after).Empty() {
-		t.Errorf("Diff of a plan with itself is not empty: %+v", Diff(after, after))
+	if !nodenet.Diff(after, after).Empty() {
+		t.Errorf("Diff of a plan with itself is not empty: %+v", nodenet.Diff(after, after))
 	}
 }
 
 func TestParseMode(t *testing.T) {
-	for in, want := range map[string]Mode{"host-gw": HostGW, "vxlan": VXLAN} {
-		if got, err := ParseMode(in); err != nil || got != want {
+	for in, want := range map[string]nodenet.Mode{"host-gw": nodenet.HostGW, "vxlan": nodenet.VXLAN} {
+		if got, err := nodenet.ParseMode(in); err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ParseMode("udp"); err == nil {
+	if _, err := nodenet.ParseMode("udp"); err == nil {
 		t.Error("ParseMode(udp) accepted an unknown mode")
 	}
 }

@@ -1,7 +1,8 @@
-package nodenet
+package nodenet_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
@@ -11,6 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/kubelet/internal/network/nodenet"
+	"minik8s.io/kubelet/internal/network/nodenet/fake"
 )
 
 // fakeNodes is a node cache the test fills.
@@ -53,25 +57,27 @@ func (f *fakeNodes) remove(name string) {
 }
 
 type rig struct {
-	kernel *FakeKernel
-	ipt    *FakeIPTables
+	kernel *fake.Kernel
+	ipt    *fake.IPTables
 	nodes  *fakeNodes
-	r      *Reconciler
+	r      *nodenet.Reconciler
 }
 
-func newRig(t *testing.T, mode Mode) *rig {
+func newRig(t *testing.T, mode nodenet.Mode) *rig {
 	t.Helper()
-	g := &rig{kernel: NewFakeKernel(), ipt: NewFakeIPTables(), nodes: &fakeNodes{nodes: map[string]*corev1.Node{}}}
+	// The node's one interface holds its InternalIP on a /24: peers at 192.168.5.x are
+	// reachable gateways, others are not.
+	g := &rig{kernel: fake.NewKernel(netip.MustParsePrefix("192.168.5.1/24")), ipt: fake.NewIPTables(), nodes: &fakeNodes{nodes: map[string]*corev1.Node{}}}
 	g.nodes.set("self", "10.244.0.0/24", "192.168.5.1")
-	self := func() Peer {
+	self := func() nodenet.Peer {
 		for _, n := range g.nodes.List() {
 			if n.Name == "self" {
-				return PeerOf(n)
+				return nodenet.PeerOf(n)
 			}
 		}
-		return Peer{Name: "self"}
+		return nodenet.Peer{Name: "self"}
 	}
-	r, err := NewReconciler(ReconcilerConfig{Config: Config{Mode: mode}, ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}, g.kernel, g.ipt, self, g.nodes)
+	r, err := nodenet.NewReconciler(nodenet.ReconcilerConfig{Config: nodenet.Config{Mode: mode}, ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}, g.kernel, g.ipt, self, g.nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +85,7 @@ func newRig(t *testing.T, mode Mode) *rig {
 	return g
 }
 
-func routes(k *FakeKernel) []string {
+func routes(k *fake.Kernel) []string {
 	var out []string
 	for _, r := range k.State().Routes {
 		out = append(out, r.String())
@@ -88,10 +94,10 @@ func routes(k *FakeKernel) []string {
 }
 
 func TestReconcilerWaitsForTheCache(t *testing.T) {
-	g := newRig(t, HostGW)
+	g := newRig(t, nodenet.HostGW)
 	g.kernel.AddForeignRoute(hostRoute("10.244.1.0/24", "192.168.5.2")) // from the last run
-	if err := g.r.Sync(t.Context()); err != errNotSynced {
-		t.Errorf("Sync before the cache listed = %v, want errNotSynced", err)
+	if err := g.r.Sync(t.Context()); !errors.Is(err, nodenet.ErrNotSynced) {
+		t.Errorf("Sync before the cache listed = %v, want ErrNotSynced", err)
 	}
 	if got := routes(g.kernel); len(got) != 1 {
 		t.Errorf("routes = %q: a sync before the cache listed must change nothing", got)
@@ -102,7 +108,7 @@ func TestReconcilerWaitsForTheCache(t *testing.T) {
 }
 
 func TestReconcilerHostGW(t *testing.T) {
-	g := newRig(t, HostGW)
+	g := newRig(t, nodenet.HostGW)
 	g.nodes.synced = true
 	// A route of ours from an earlier run to a node that has gone since.
 	g.kernel.AddForeignRoute(hostRoute("10.244.9.0/24", "192.168.5.9"))
@@ -130,7 +136,7 @@ func TestReconcilerHostGW(t *testing.T) {
 			t.Errorf("%s: routes (-want +got):\n%s", s.name, d)
 		}
 	}
-	if got := len(g.ipt.Rules("nat", PostroutingChain)); got != 2 {
+	if got := len(g.ipt.Rules("nat", nodenet.PostroutingChain)); got != 2 {
 		t.Errorf("%d masquerade rules, want 2", got)
 	}
 	// Nothing changed: nothing done.
@@ -144,11 +150,10 @@ func TestReconcilerHostGW(t *testing.T) {
 }
 
 func TestReconcilerGoesOnPastAFailingRoute(t *testing.T) {
-	g := newRig(t, HostGW)
+	g := newRig(t, nodenet.HostGW)
 	g.nodes.synced = true
-	g.nodes.set("b", "10.244.1.0/24", "10.9.9.9") // not on this node's segment
+	g.nodes.set("b", "10.244.1.0/24", "10.9.9.9") // not on this node's segment: unreachable
 	g.nodes.set("c", "10.244.2.0/24", "192.168.5.3")
-	g.kernel.FailRoute = netip.MustParsePrefix("10.244.1.0/24")
 	err := g.r.Sync(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "10.244.1.0/24") {
 		t.Errorf("Sync = %v, want the failing route named", err)
@@ -159,18 +164,18 @@ func TestReconcilerGoesOnPastAFailingRoute(t *testing.T) {
 }
 
 func TestReconcilerVXLAN(t *testing.T) {
-	g := newRig(t, VXLAN)
+	g := newRig(t, nodenet.VXLAN)
 	g.nodes.synced = true
 	g.nodes.set("b", "10.244.1.0/24", "192.168.5.2")
 	if err := g.r.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	want := Plan{
-		VTEP: &VTEP{Name: "minik8s.1", VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.5.1"), MAC: "02:6b:c0:a8:05:01",
+	want := nodenet.Plan{
+		VTEP: &nodenet.VTEP{Name: "minik8s.1", VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.5.1"), MAC: "02:6b:c0:a8:05:01",
 			Address: netip.MustParseAddr("10.244.0.0")},
-		Routes:    []Route{{Dst: netip.MustParsePrefix("10.244.1.0/24"), Gw: netip.MustParseAddr("10.244.1.0"), Dev: "minik8s.1", Onlink: true}},
-		Neighbors: []Neighbor{{IP: netip.MustParseAddr("10.244.1.0"), MAC: "02:6b:c0:a8:05:02"}},
-		FDB:       []FDB{{MAC: "02:6b:c0:a8:05:02", Dst: netip.MustParseAddr("192.168.5.2")}},
+		Routes:    []nodenet.Route{{Dst: netip.MustParsePrefix("10.244.1.0/24"), Gw: netip.MustParseAddr("10.244.1.0"), Dev: "minik8s.1", Onlink: true}},
+		Neighbors: []nodenet.Neighbor{{IP: netip.MustParseAddr("10.244.1.0"), MAC: "02:6b:c0:a8:05:02"}},
+		FDB:       []nodenet.FDB{{MAC: "02:6b:c0:a8:05:02", Dst: netip.MustParseAddr("192.168.5.2")}},
 	}
 	if d := diffPlan(want, g.kernel.State()); d != "" {
 		t.Errorf("kernel after b joined (-want +got):\n%s", d)
@@ -185,29 +190,53 @@ func TestReconcilerVXLAN(t *testing.T) {
 	}
 }
 
+// TestReconcilerRestoresWhatTheVTEPChangeFlushed: a new pod CIDR gives the device a new
+// address, and the kernel flushes its neighbours and the routes through it (see the
+// nodenettest contract); the same sync puts them back.
+func TestReconcilerRestoresWhatTheVTEPChangeFlushed(t *testing.T) {
+	g := newRig(t, nodenet.VXLAN)
+	g.nodes.synced = true
+	g.nodes.set("b", "10.244.1.0/24", "192.168.5.2")
+	if err := g.r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g.nodes.set("self", "10.244.5.0/24", "192.168.5.1")
+	if err := g.r.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := nodenet.Desired(nodenet.Config{Mode: nodenet.VXLAN}, peer("self", "10.244.5.0/24", "192.168.5.1"),
+		[]nodenet.Peer{peer("b", "10.244.1.0/24", "192.168.5.2")})
+	if len(want.Routes) != 1 || want.VTEP.Address != netip.MustParseAddr("10.244.5.0") {
+		t.Fatalf("Desired = %+v, want one route and the new address", want)
+	}
+	if d := diffPlan(want, g.kernel.State()); d != "" {
+		t.Errorf("kernel after the pod CIDR changed (-want +got):\n%s", d)
+	}
+}
+
 func TestReconcilerModeSwitchRemovesTheOldMode(t *testing.T) {
-	g := newRig(t, VXLAN)
+	g := newRig(t, nodenet.VXLAN)
 	g.nodes.synced = true
 	g.nodes.set("b", "10.244.1.0/24", "192.168.5.2")
 	if err := g.r.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// The kubelet restarts in host-gw mode on the same kernel.
-	hostgw, err := NewReconciler(ReconcilerConfig{Config: Config{Mode: HostGW}, ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")},
-		g.kernel, g.ipt, func() Peer { return peer("self", "10.244.0.0/24", "192.168.5.1") }, g.nodes)
+	hostgw, err := nodenet.NewReconciler(nodenet.ReconcilerConfig{Config: nodenet.Config{Mode: nodenet.HostGW}, ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")},
+		g.kernel, g.ipt, func() nodenet.Peer { return peer("self", "10.244.0.0/24", "192.168.5.1") }, g.nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := hostgw.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffPlan(Plan{Routes: []Route{hostRoute("10.244.1.0/24", "192.168.5.2")}}, g.kernel.State()); d != "" {
+	if d := diffPlan(nodenet.Plan{Routes: []nodenet.Route{hostRoute("10.244.1.0/24", "192.168.5.2")}}, g.kernel.State()); d != "" {
 		t.Errorf("kernel after the switch to host-gw (-want +got):\n%s", d)
 	}
 }
 
 func TestReconcilerStartFollowsTriggers(t *testing.T) {
-	g := newRig(t, HostGW)
+	g := newRig(t, nodenet.HostGW)
 	g.nodes.synced = true
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
