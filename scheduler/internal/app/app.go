@@ -6,29 +6,22 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	goruntime "runtime"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/scheduler/internal/cache"
 	"minik8s.io/scheduler/internal/framework"
 	"minik8s.io/scheduler/internal/queue"
 	"minik8s.io/scheduler/internal/scheduler"
 	"minik8s.io/shared/bus"
-	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
-	"minik8s.io/shared/leaderelection"
+	"minik8s.io/shared/manager"
 	"minik8s.io/shared/metrics"
-	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
 
@@ -126,98 +119,42 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// firstListWait bounds how long the first list waits for the bus (see
-// informer.Config.FirstListWait): without a broker, the scheduler starts from the API alone.
-const firstListWait = 5 * time.Second
-
-// apiWriter binds pods and writes their status through the REST client.
-type apiWriter struct {
-	cl   *client.Client
-	pods *client.Typed[*corev1.Pod, *corev1.PodList]
-}
-
-func (a apiWriter) Bind(ctx context.Context, pod *corev1.Pod, node string) error {
-	b := &corev1.Binding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-	}
-	if _, err := a.cl.Post().Resource(a.pods.Resource(), pod.Namespace, pod.Name, "binding").Body(b).Do(ctx); err != nil {
-		return fmt.Errorf("bind pod %s/%s to %s: %w", pod.Namespace, pod.Name, node, err)
-	}
-	return nil
-}
-
-func (a apiWriter) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	p, err := a.pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return p, nil
-}
-
-// Run runs the scheduler until ctx ends.
+// Run runs the scheduler until ctx ends. With leader election a standby keeps its caches
+// warm and binds nothing until it leads and has caught up.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	ccfg.UserAgent = "minik8s-scheduler"
-	cl, err := client.New(ccfg)
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
 	strategy, err := framework.NewStrategy(cfg.Strategy, nil)
 	if err != nil {
 		return err
 	}
-	pods := client.MustFor[*corev1.Pod, *corev1.PodList](cl)
-	nodes := client.MustFor[*corev1.Node, *corev1.NodeList](cl)
-	leases := client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl)
-
-	// The bus brings changes; the informers only list, on every (re)connect and every
-	// RelistPeriod, so a lost message is repaired. The first list waits for the bus's queue
-	// to be bound, so that it is also the connect's relist.
-	reg := metrics.NewRegistry()
+	opts := manager.Options{Name: scheduler.Name, Kubeconfig: cfg.Kubeconfig, UserAgent: "minik8s-scheduler",
+		AMQPURL: cfg.AMQPURL, Queue: bus.QueueScheduler, Unbind: bus.RetiredBindings(bus.QueueScheduler),
+		RelistPeriod: cfg.RelistPeriod, EventsQPS: cfg.EventsQPS, EventsBurst: cfg.EventsBurst,
+		MetricsAddress: cfg.MetricsAddress, DebugAddress: cfg.DebugAddress, ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	if cfg.LeaderElect {
+		opts.LeaderElection = &manager.LeaderElection{Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, Identity: cfg.Identity}
+	}
+	m, err := manager.New(opts)
+	if err != nil {
+		return err
+	}
 	attempts := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minik8s_scheduler_schedule_attempts_total",
 		Help: "Scheduling attempts that decided, by result: scheduled (bound), unschedulable (fits nowhere), error (the binding failed)."},
 		[]string{"result"})
 	for _, r := range []string{scheduler.AttemptScheduled, scheduler.AttemptUnschedulable, scheduler.AttemptError} {
 		attempts.WithLabelValues(r)
 	}
-	reg.MustRegister(attempts)
-	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{
-		RelistPeriod: cfg.RelistPeriod, FirstListWait: firstListWait, Logger: log, Metrics: reg.Informers()})
+	m.Metrics().MustRegister(attempts)
 	// Pods without the factory's node index: the scheduler's cache keeps its own per node.
+	factory := m.Informers()
 	podInf, nodeInf := factory.For(informer.Pods, nil), factory.Nodes()
 	claimInf, volumeInf := factory.For("persistentvolumeclaims", nil), factory.For("persistentvolumes", nil)
-
-	host, _ := os.Hostname()
-	if cfg.Identity == "" {
-		cfg.Identity = host + "_" + strconv.Itoa(os.Getpid())
-	}
-	recorder := record.New(record.Config{Component: scheduler.Name, Host: host, Sink: record.NewAPISink(cl), Logger: log,
-		QPS: cfg.EventsQPS, Burst: cfg.EventsBurst})
-	var elector *leaderelection.Elector
-	var lead scheduler.Leader
-	if cfg.LeaderElect {
-		elector, err = leaderelection.New(leaderelection.Config{Leases: leases, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName,
-			Identity: cfg.Identity, Logger: log})
-		if err != nil {
-			return err
-		}
-		lead = elector
-	}
-	var gate *leaderGate
-	if elector != nil {
-		gate = &leaderGate{elector: elector}
-		lead = gate
-	}
-	// The queue's time worked is a pod's decision and binding.
-	q := queue.New(nil, 0, 0, reg.Queue(scheduler.Name))
+	pods := client.MustFor[*corev1.Pod, *corev1.PodList](m.Client())
+	gate := scheduler.NewGate(m.Leader(), scheduler.CatchUp(client.MustFor[*corev1.Node, *corev1.NodeList](m.Client()), pods, nodeInf, podInf), log)
 	s := scheduler.New(scheduler.Config{
-		API: apiWriter{cl: cl, pods: pods}, Pods: informer.NewLister[*corev1.Pod](podInf.Store()),
-		Cache: cache.New(nil, 0), Queue: q, Strategy: strategy, Recorder: recorder, Leader: lead, Logger: log,
+		API: apiWriter{cl: m.Client(), pods: pods}, Pods: informer.NewLister[*corev1.Pod](podInf.Store()),
+		// The queue's time worked is a pod's decision and binding.
+		Cache: cache.New(nil, 0), Queue: queue.New(nil, 0, 0, m.Metrics().Queue(scheduler.Name)), Strategy: strategy,
+		Recorder: m.Recorder(), Leader: gate, Logger: log,
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore, BindWorkers: cfg.BindWorkers,
 		Attempted: func(result string) { attempts.WithLabelValues(result).Inc() },
 		Volumes: volumeCache{claims: informer.NewLister[*corev1.PersistentVolumeClaim](claimInf.Store()),
@@ -227,192 +164,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	nodeInf.AddEventHandler(s.NodeHandler())
 	claimInf.AddEventHandler(s.VolumeHandler())
 	volumeInf.AddEventHandler(s.VolumeHandler())
-
-	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "scheduler", Logger: log.With("part", "bus")})
-	defer b.Close()
-	bindings, _ := bus.Bindings(bus.QueueScheduler)
-
-	log.Info("starting", "strategy", strategy.Name(), "leaderElect", cfg.LeaderElect, "identity", cfg.Identity)
-	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
-	g.Add("recorder", recorder)
-	g.Add("informers", factory)
-	// No acks: the handler never fails (the relist repairs what a bad message meant), and
-	// OnConnect relists, which repairs what a lost connection took with it.
-	sub := bus.Subscription{Queue: bus.QueueScheduler, Bindings: bindings, Unbind: bus.RetiredBindings(bus.QueueScheduler), Handler: factory.Handle, NoAck: true,
-		OnConnect: func(context.Context) error {
-			factory.RelistAll()
-			reg.BusConnected()
-			return nil
-		}}
-	g.Add("bus", run.Func(func(ctx context.Context) error {
-		var l scheduler.Leader
-		if elector != nil {
-			l = elector
-		}
-		return consumeWhileLeading(ctx, b, sub, l)
-	}))
-	if elector != nil {
-		g.Add("leader", elector)
-		g.Add("catch-up", run.Func(func(ctx context.Context) error {
-			return gate.run(ctx, log, func(ctx context.Context) error {
-				return catchUp(ctx, pods, nodes, podInf, nodeInf)
-			})
-		}))
-	}
-	if cfg.MetricsAddress != "" {
-		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
-	}
-	if cfg.DebugAddress != "" {
-		g.Add("debug", run.Func(func(ctx context.Context) error { return metrics.ServeDebug(ctx, cfg.DebugAddress, log) }))
-	}
-	g.Add("scheduler", run.Func(func(ctx context.Context) error {
-		// Scheduling from a partial cache would overcommit nodes whose pods are not listed yet.
-		for !factory.HasSynced() {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		log.Info("caches synced")
-		go sweepLoop(ctx, s, podInf, cfg.RelistPeriod)
-		return s.Start(ctx)
-	}))
-	return g.Run(ctx)
-}
-
-// consumeWhileLeading consumes the scheduler queue only while this process leads. All
-// schedulers share one durable queue, and the broker splits a queue's messages among its
-// consumers: a standby consuming too would take half of the leader's hints. A standby keeps
-// its cache from the periodic relist, and relists at once when it takes over (OnConnect).
-func consumeWhileLeading(ctx context.Context, b bus.Consumer, sub bus.Subscription, lead scheduler.Leader) error {
-	if lead == nil {
-		return b.Consume(ctx, sub)
-	}
-	const poll = 200 * time.Millisecond
-	for {
-		for !lead.IsLeader() {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(poll):
-			}
-		}
-		lctx, cancel := context.WithCancel(ctx)
-		go func() {
-			for lead.IsLeader() {
-				select {
-				case <-lctx.Done():
-					return
-				case <-time.After(poll):
-				}
-			}
-			cancel()
-		}()
-		err := b.Consume(lctx, sub)
-		cancel()
-		if err != nil || ctx.Err() != nil {
-			return err
-		}
-	}
-}
-
-// leaderGate lets the scheduling loop act only once this process leads and its cache has
-// caught up since it took over: a standby's cache is only as fresh as its last periodic
-// relist, and scheduling from it would bind pods already bound or onto nodes since cordoned.
-type leaderGate struct {
-	elector  *leaderelection.Elector
-	caughtUp atomic.Bool
-}
-
-func (g *leaderGate) IsLeader() bool { return g.caughtUp.Load() && g.elector.IsLeader() }
-
-// run watches leadership and calls catchUp at the start of every term.
-func (g *leaderGate) run(ctx context.Context, log *slog.Logger, catchUp func(context.Context) error) error {
-	const poll = 100 * time.Millisecond
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(poll):
-		}
-		leading := g.elector.IsLeader()
-		switch {
-		case !leading:
-			g.caughtUp.Store(false)
-		case !g.caughtUp.Load():
-			if err := catchUp(ctx); err != nil {
-				log.Warn("catching up after taking the lead", "err", err)
-				continue
-			}
-			log.Info("caught up; scheduling")
-			g.caughtUp.Store(true)
-		}
-	}
-}
-
-// catchUp lists nodes and pods and applies them to the informers (stale items are dropped by
-// resourceVersion), then asks for a full relist to notice deletions.
-func catchUp(ctx context.Context, pods *client.Typed[*corev1.Pod, *corev1.PodList], nodes *client.Typed[*corev1.Node, *corev1.NodeList], podInf, nodeInf *informer.Informer) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	nl, err := nodes.List(ctx, "", metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	for i := range nl.Items {
-		if _, err := nodeInf.Apply(watch.Modified, &nl.Items[i]); err != nil {
-			return fmt.Errorf("apply node: %w", err)
-		}
-	}
-	pl, err := pods.List(ctx, "", metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
-	}
-	for i := range pl.Items {
-		if _, err := podInf.Apply(watch.Modified, &pl.Items[i]); err != nil {
-			return fmt.Errorf("apply pod: %w", err)
-		}
-	}
-	podInf.RequestRelist()
-	nodeInf.RequestRelist()
-	return nil
-}
-
-// sweepLoop hands the scheduler every cached pod once per period, so a pending pod that no
-// queue holds (which would be a bug) waits one period instead of forever.
-func sweepLoop(ctx context.Context, s *scheduler.Scheduler, podInf *informer.Informer, period time.Duration) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		objs := podInf.Store().List()
-		pods := make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok {
-				pods = append(pods, p)
-			}
-		}
-		s.Sweep(pods)
-	}
-}
-
-// volumeCache is the scheduler's view of claims and volumes, from its informers.
-type volumeCache struct {
-	claims  informer.Lister[*corev1.PersistentVolumeClaim]
-	volumes informer.Lister[*corev1.PersistentVolume]
-}
-
-func (v volumeCache) Claim(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
-	c, err := v.claims.Get(namespace, name)
-	return c, err == nil
-}
-
-func (v volumeCache) Volume(name string) (*corev1.PersistentVolume, bool) {
-	pv, err := v.volumes.Get("", name)
-	return pv, err == nil
+	m.Add("catch-up", gate)
+	m.Add("scheduler", run.Func(func(ctx context.Context) error { return s.Run(ctx, factory.HasSynced, podInf, cfg.RelistPeriod) }))
+	log.Info("starting", "strategy", strategy.Name(), "leaderElect", cfg.LeaderElect)
+	return m.Start(ctx)
 }
