@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -57,6 +58,16 @@ type Delivery struct {
 	Redelivered bool
 	// Attempt counts handler calls for this message in this process, from 1.
 	Attempt int
+}
+
+// Resource is the plural name of the resource a delivery is about: its header, or the first
+// word of its routing key for messages published before the header existed.
+func (d Delivery) Resource() string {
+	if r := d.Headers[HeaderResource]; r != "" {
+		return r
+	}
+	r, _, _ := strings.Cut(d.RoutingKey, ".")
+	return r
 }
 
 // Publisher publishes messages.

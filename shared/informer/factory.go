@@ -277,10 +277,7 @@ func (f *Factory) RelistAll() {
 // of its resource (typed and metadata). A message nobody caches, or one that cannot be
 // decoded, is acknowledged: the bus is a hint, and the next relist repairs anything missed.
 func (f *Factory) Handle(_ context.Context, d bus.Delivery) error {
-	resource := d.Headers[bus.HeaderResource]
-	if resource == "" {
-		resource, _, _ = strings.Cut(d.RoutingKey, ".")
-	}
+	resource := d.Resource()
 	f.mu.Lock()
 	typed, meta := f.typed[resource], f.metadata[resource]
 	f.mu.Unlock()

@@ -97,6 +97,7 @@ type Manager struct {
 	parts     []part
 	leading   []part
 	onConnect []func(ctx context.Context) error
+	routes    map[string]bus.Handler
 }
 
 type part struct {
@@ -210,6 +211,16 @@ func (m *Manager) AddLeading(name string, r run.Runnable) {
 	m.leading = append(m.leading, part{name, r})
 }
 
+// Route hands the bus messages about resource to h instead of the informers: a part that
+// follows a resource its own way (the kubelet's pods, kept in Redis). h may fail; the message
+// is then delivered again.
+func (m *Manager) Route(resource string, h bus.Handler) {
+	if m.routes == nil {
+		m.routes = map[string]bus.Handler{}
+	}
+	m.routes[resource] = h
+}
+
 // OnConnect adds work done after every bus (re)connect, after the caches' relist is asked for.
 func (m *Manager) OnConnect(f func(ctx context.Context) error) { m.onConnect = append(m.onConnect, f) }
 
@@ -291,7 +302,16 @@ func (m *Manager) subscription() (bus.Subscription, error) {
 			}
 			return nil
 		}}
-	if sub.Handler == nil {
+	switch {
+	case sub.Handler != nil:
+	case len(m.routes) > 0:
+		sub.Handler = func(ctx context.Context, d bus.Delivery) error {
+			if h := m.routes[d.Resource()]; h != nil {
+				return h(ctx, d)
+			}
+			return m.factory.Handle(ctx, d)
+		}
+	default:
 		// Handle never fails (what it cannot apply, the relist repairs), so the broker need
 		// not track acknowledgements.
 		sub.Handler, sub.NoAck = m.factory.Handle, true

@@ -119,6 +119,21 @@ func TestSubscription(t *testing.T) {
 	if sub.NoAck {
 		t.Error("a component's own handler may fail: its deliveries must be acknowledged")
 	}
+	routed := newTest(t, Options{Queue: bus.QueueControllerManager})
+	var got []string
+	routed.Route("pods", func(_ context.Context, d bus.Delivery) error { got = append(got, d.RoutingKey); return nil })
+	sub, _ = routed.subscription()
+	if sub.NoAck {
+		t.Error("a routed resource's handler may fail: deliveries must be acknowledged")
+	}
+	for _, key := range []string{"pods.node.n1.modified", "nodes.n1.modified"} {
+		if err := sub.Handler(t.Context(), bus.Delivery{Message: bus.Message{RoutingKey: key, Body: []byte(`{}`)}}); err != nil {
+			t.Errorf("handle %s: %v", key, err)
+		}
+	}
+	if !slices.Equal(got, []string{"pods.node.n1.modified"}) {
+		t.Errorf("routed handler got %v, want only the pod message", got)
+	}
 	if _, err := newTest(t, Options{Queue: "no-such-queue"}).subscription(); err == nil {
 		t.Error("a queue without bindings was accepted")
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,8 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"minik8s.io/kubelet/internal/network"
-	"minik8s.io/kubelet/internal/network/cninet"
 	"minik8s.io/kubelet/internal/network/nodenet"
 	"minik8s.io/kubelet/internal/nodestatus"
 	"minik8s.io/kubelet/internal/podcache/rediscache"
@@ -34,9 +31,8 @@ import (
 	"minik8s.io/kubelet/internal/streaming"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/bus"
-	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
-	"minik8s.io/shared/record"
+	"minik8s.io/shared/manager"
 	"minik8s.io/shared/run"
 	"minik8s.io/shared/workqueue/clock"
 )
@@ -183,40 +179,6 @@ func (l apiLookup) Secret(ctx context.Context, namespace, name string) (*corev1.
 	return l.secrets.Get(ctx, namespace, name, metav1.GetOptions{})
 }
 
-// lazyNetwork stands in for the CNI network until the node has its pod CIDR.
-type lazyNetwork struct {
-	mu  sync.Mutex
-	net network.Network
-}
-
-func (l *lazyNetwork) set(n network.Network) {
-	l.mu.Lock()
-	l.net = n
-	l.mu.Unlock()
-}
-
-func (l *lazyNetwork) get() network.Network {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.net
-}
-
-func (l *lazyNetwork) SetUp(ctx context.Context, pod network.Pod) (string, error) {
-	n := l.get()
-	if n == nil {
-		return "", errors.New("the pod network is not configured yet: the node has no pod CIDR")
-	}
-	return n.SetUp(ctx, pod)
-}
-
-func (l *lazyNetwork) TearDown(ctx context.Context, pod network.Pod) error {
-	n := l.get()
-	if n == nil {
-		return errors.New("the pod network is not configured yet: the node has no pod CIDR")
-	}
-	return n.TearDown(ctx, pod)
-}
-
 // Run runs the kubelet until ctx ends. Containers keep running after it returns.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
@@ -226,36 +188,82 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
 	}
-	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	cl, err := client.New(ccfg)
+	m, err := manager.New(manager.Options{Name: "kubelet", Host: node, Kubeconfig: cfg.Kubeconfig, AMQPURL: cfg.AMQPURL,
+		Queue: bus.KubeletQueue(node), BusName: "kubelet." + node, RelistPeriod: cfg.RelistPeriod,
+		ShutdownTimeout: cfg.ShutdownTimeout, Logger: log})
 	if err != nil {
 		return err
 	}
-	cl = cl.WithLogger(log)
-	podsAPI := client.MustFor[*corev1.Pod, *corev1.PodList](cl)
-
-	docker, err := dockerruntime.New(cfg.DockerHost)
+	docker, version, err := connectRuntime(ctx, cfg.DockerHost)
 	if err != nil {
 		return err
 	}
 	defer docker.Close()
-	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	version, err := docker.Version(vctx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("container runtime: %w", err)
-	}
-
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
 	defer rdb.Close()
-	cache := rediscache.New(rdb, rediscache.NodePrefix(node))
 
-	recorder := record.New(record.Config{Component: "kubelet", Host: node, Sink: record.NewAPISink(cl), Logger: log})
+	netw := &podNetwork{cfg: cfg, log: log.With("part", "cni")}
+	agent, hostIP, err := newNodeAgent(cfg, m.Client(), docker, version, netw, log)
+	if err != nil {
+		return err
+	}
+	podsAPI := client.MustFor[*corev1.Pod, *corev1.PodList](m.Client())
+	podManager := newPodManager(cfg, hostIP, m, docker, netw)
+	src := newSource(node, podsAPI, podManager, rediscache.New(rdb, rediscache.NodePrefix(node)), log.With("part", "source"))
+	src.synced, src.period = podManager.MarkSynced, cfg.RelistPeriod
+	https, usage, err := newServing(cfg, hostIP, docker, m, log)
+	if err != nil {
+		return err
+	}
+	// Every Node, from the same queue: this node's for its pod CIDR and status, the others'
+	// for routes to their pods.
+	nodes := m.Informers().Nodes()
+	routes, err := newRoutes(cfg, node, hostIP, agent, nodeList{nodes}, log.With("part", "nodenet"))
+	if err != nil {
+		return err
+	}
+	nodes.AddEventHandler(nodeHandler(agent, routes.Trigger))
+	netw.agent, netw.hostIP, netw.routes = agent, hostIP, routes.Trigger
 
-	netw := &lazyNetwork{}
+	// Before anything is known from the API, what the cache says keeps running.
+	if n, err := src.fromCache(ctx); err != nil {
+		log.Warn("reading the pod cache", "err", err)
+	} else if n > 0 {
+		log.Info("restored desired pods from the cache", "pods", n)
+	}
+	m.Route("pods", src.handle)
+	m.OnConnect(src.connected)
+	m.Add("pods", podManager)
+	m.Add("nodenet", routes)
+	m.Add("node", agent)
+	m.Add("pod-network", netw)
+	if usage != nil {
+		m.Add("nodeusage", afterRegistration(agent, usage))
+	}
+	m.Add("relist", src)
+	m.Add("https", https)
+	return m.Start(ctx)
+}
+
+// connectRuntime connects to Docker and reads its version.
+func connectRuntime(ctx context.Context, host string) (*dockerruntime.Runtime, string, error) {
+	docker, err := dockerruntime.New(host)
+	if err != nil {
+		return nil, "", err
+	}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	version, err := docker.Version(vctx)
+	if err != nil {
+		docker.Close()
+		return nil, "", fmt.Errorf("container runtime: %w", err)
+	}
+	return docker, version, nil
+}
+
+// newNodeAgent builds the agent that registers the Node and keeps its status, and finds the
+// node's address (its InternalIP).
+func newNodeAgent(cfg Config, cl *client.Client, docker *dockerruntime.Runtime, version string, netw *podNetwork, log *slog.Logger) (*nodestatus.Agent, string, error) {
 	ncfg := cfg.Node
 	ncfg.ContainerRuntimeVersion = version
 	ncfg.KubeletPort = int32(cfg.Port)
@@ -264,54 +272,61 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if _, err := docker.Version(ctx); err != nil {
 			return fmt.Errorf("container runtime is down: %v", err)
 		}
-		if netw.get() == nil {
+		if !netw.ready() {
 			return errors.New("network plugin not ready: no pod CIDR yet")
 		}
 		return nil
 	}
 	agent, err := nodestatus.New(ncfg, nodestatus.ClientAPI(cl), clock.Real{}, log.With("part", "nodestatus"))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	hostIP := ""
-	if addrs, err := (nodestatus.LinuxHost{}).Addresses(); err == nil {
+	hostIP := ncfg.Addresses.InternalIP
+	if addrs, err := (nodestatus.LinuxHost{}).Addresses(); err == nil && hostIP == "" {
 		for _, a := range addrs {
 			if a.Type == corev1.NodeInternalIP {
 				hostIP = a.Address
 			}
 		}
 	}
-	if ncfg.Addresses.InternalIP != "" {
-		hostIP = ncfg.Addresses.InternalIP
-	}
-	api := apiPods{pods: podsAPI}
-	manager := pods.New(pods.Config{
-		NodeName: node, HostIP: hostIP, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage,
+	return agent, hostIP, nil
+}
+
+// newPodManager builds the pod workers.
+func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *dockerruntime.Runtime, netw *podNetwork) *pods.Manager {
+	cl := m.Client()
+	api := apiPods{pods: client.MustFor[*corev1.Pod, *corev1.PodList](cl)}
+	return pods.New(pods.Config{
+		NodeName: cfg.Node.Name, HostIP: hostIP, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage,
 		Lookup: apiLookup{cms: client.MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](cl),
 			secrets: client.MustFor[*corev1.Secret, *corev1.SecretList](cl),
 			pvcs:    client.MustFor[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList](cl),
 			pvs:     client.MustFor[*corev1.PersistentVolume, *corev1.PersistentVolumeList](cl)},
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
-		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: recorder,
-		Logger: log.With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
+		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: m.Recorder(),
+		Logger: m.Logger().With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
 	})
-	src := newSource(node, podsAPI, manager, cache, log.With("part", "source"))
+}
 
+// newServing builds the kubelet's HTTPS server (logs, exec, attach, port-forward, stats,
+// metrics, images) and the reporter of the node's usage (nil when turned off).
+func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *manager.Manager, log *slog.Logger) (*run.HTTPServer, *nodestatus.UsageReporter, error) {
+	node := cfg.Node.Name
 	cert, err := servingCert(filepath.Join(cfg.RootDir, "pki"), node, []string{hostIP, node, "127.0.0.1", "localhost"}, time.Now())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
-		Review: reviewer(ccfg), Registry: reg, Logger: log.With("part", "server"), StreamIdleTimeout: cfg.StreamIdleTimeout})
+		Review: reviewer(m.ClientConfig()), Registry: reg, Logger: log.With("part", "server"), StreamIdleTimeout: cfg.StreamIdleTimeout})
 	reg.MustRegister(server.NewUsageCollector(srv))
 	var usage *nodestatus.UsageReporter
 	if cfg.UsagePeriod >= 0 {
 		usage, err = nodestatus.NewUsageReporter(nodestatus.UsageConfig{Node: node, Period: cfg.UsagePeriod},
-			usageSource{srv}, client.MustFor[*corev1.Node, *corev1.NodeList](cl), clock.Real{}, log.With("part", "nodeusage"))
+			usageSource{srv}, client.MustFor[*corev1.Node, *corev1.NodeList](m.Client()), clock.Real{}, log.With("part", "nodeusage"))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	httpSrv := &http.Server{
@@ -323,98 +338,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	httpSrv.RegisterOnShutdown(srv.CloseStreams)
 	ln, err := net.Listen("tcp", httpSrv.Addr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return nil, nil, fmt.Errorf("listen: %w", err)
 	}
+	return &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Logger: log.With("node", node)}, usage, nil
+}
 
-	// Before anything is known from the API, what the cache says keeps running.
-	if n, err := src.fromCache(ctx); err != nil {
-		log.Warn("reading the pod cache", "err", err)
-	} else if n > 0 {
-		log.Info("restored desired pods from the cache", "pods", n)
-	}
-
-	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "kubelet." + node, Logger: log.With("part", "bus")})
-	defer b.Close()
-	queue := bus.KubeletQueue(node)
-	bindings, _ := bus.Bindings(queue)
-
-	// Every Node, from the same queue: this node's for its pod CIDR and status, the others'
-	// for routes to their pods.
-	nodes := newNodeCache(cl, cfg.RelistPeriod, log.With("part", "nodes"))
-	routes, err := newRoutes(cfg, node, hostIP, agent, nodes, log.With("part", "nodenet"))
-	if err != nil {
-		return err
-	}
-	nodes.inf.AddEventHandler(nodeHandler(agent, routes.Trigger))
-
-	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
-	g.Add("recorder", recorder)
-	g.Add("pods", manager)
-	g.Add("nodes", nodes)
-	g.Add("nodenet", routes)
-	g.Add("node", run.Func(func(ctx context.Context) error {
-		go func() {
-			select {
-			case <-agent.Registered():
-				n, err := cninet.New(cninet.Config{PodCIDR: agent.PodCIDR(), RootDir: cfg.RootDir, BridgeName: cfg.BridgeName,
-					PluginDirs: cfg.CNIBinDirs, MTU: podMTU(cfg, hostIP, log)}, log.With("part", "cni"))
-				if err != nil {
-					log.Error("configuring the pod network", "podCIDR", agent.PodCIDR(), "err", err)
-					return
-				}
-				if err := n.Prepare(ctx); err != nil {
-					log.Error("preparing the pod network", "err", err)
-					return
-				}
-				netw.set(n)
-				routes.Trigger() // the VXLAN device takes the pod CIDR's first address
-				log.Info("pod network ready", "podCIDR", agent.PodCIDR())
-			case <-ctx.Done():
-			}
-		}()
-		return agent.Start(ctx)
-	}))
-	if usage != nil {
-		g.Add("nodeusage", run.Func(func(ctx context.Context) error {
-			// Patching a Node that does not exist yet would only fail.
-			select {
-			case <-agent.Registered():
-			case <-ctx.Done():
-				return nil
-			}
-			return usage.Start(ctx)
-		}))
-	}
-	g.Add("bus", run.Func(func(ctx context.Context) error {
-		return b.Consume(ctx, bus.Subscription{
-			Queue: queue, Bindings: bindings, Handler: busHandler(nodes, src.handle, log),
-			// Everything changed after the queue is bound is in it: relist now.
-			OnConnect: func(ctx context.Context) error {
-				nodes.inf.RequestRelist()
-				if err := src.relist(ctx); err != nil {
-					return err
-				}
-				manager.MarkSynced()
-				return nil
-			},
-		})
-	}))
-	g.Add("relist", run.Func(func(ctx context.Context) error {
-		t := time.NewTicker(cfg.RelistPeriod)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-				if err := src.relist(ctx); err != nil {
-					log.Warn("relisting pods", "err", err)
-					continue
-				}
-				manager.MarkSynced()
-			}
+// afterRegistration runs r once the node is registered: patching a Node that does not exist
+// yet would only fail.
+func afterRegistration(agent *nodestatus.Agent, r run.Runnable) run.Runnable {
+	return run.Func(func(ctx context.Context) error {
+		select {
+		case <-agent.Registered():
+		case <-ctx.Done():
+			return nil
 		}
-	}))
-	g.Add("https", &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Logger: log.With("node", node)})
-	return g.Run(ctx)
+		return r.Start(ctx)
+	})
 }

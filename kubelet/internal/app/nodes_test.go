@@ -1,10 +1,6 @@
 package app
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"minik8s.io/shared/bus"
 	"minik8s.io/shared/informer"
 )
 
@@ -63,50 +58,5 @@ func TestNodeHandler(t *testing.T) {
 	want := []string{"observe a ", "observe a 10.244.1.0/24", "observe a 10.244.1.0/24", "deleted a"}
 	if d := cmp.Diff(want, obs.calls); d != "" {
 		t.Errorf("agent told (-want +got):\n%s", d)
-	}
-}
-
-func message(t *testing.T, typ, key string, obj any) bus.Delivery {
-	t.Helper()
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(bus.Event{Type: typ, Object: raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bus.Delivery{Message: bus.Message{RoutingKey: key, Body: body}}
-}
-
-func TestBusHandlerSplitsNodesFromPods(t *testing.T) {
-	nodes := &nodeCache{inf: informer.New(informer.Config{Name: "nodes", NoWatch: true})}
-	var pods []string
-	h := busHandler(nodes, func(_ context.Context, d bus.Delivery) error {
-		pods = append(pods, d.RoutingKey)
-		return nil
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ctx := t.Context()
-	for _, d := range []bus.Delivery{
-		message(t, "ADDED", "nodes.a.added", testNode("a", "5", "10.244.1.0/24", "192.168.5.2")),
-		message(t, "ADDED", "nodes.b.added", testNode("b", "6", "10.244.2.0/24", "192.168.5.3")),
-		message(t, "MODIFIED", "nodes.a.modified", testNode("a", "4", "10.244.9.0/24", "192.168.5.2")), // stale
-		message(t, "ADDED", "pods.node.self.added", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}),
-		message(t, "DELETED", "nodes.b.deleted", testNode("b", "7", "10.244.2.0/24", "192.168.5.3")),
-		{Message: bus.Message{RoutingKey: "nodes.c.added", Body: []byte("{not json")}},
-	} {
-		if err := h(ctx, d); err != nil {
-			t.Errorf("%s: %v", d.RoutingKey, err)
-		}
-	}
-	if d := cmp.Diff([]string{"pods.node.self.added"}, pods); d != "" {
-		t.Errorf("pod handler got (-want +got):\n%s", d)
-	}
-	var got []string
-	for _, n := range nodes.List() {
-		got = append(got, n.Name+" "+n.Spec.PodCIDR+" @"+n.ResourceVersion)
-	}
-	if d := cmp.Diff([]string{"a 10.244.1.0/24 @5"}, got); d != "" {
-		t.Errorf("node cache (-want +got):\n%s", d)
 	}
 }

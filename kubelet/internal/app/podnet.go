@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -8,7 +10,10 @@ import (
 
 	"github.com/coreos/go-iptables/iptables"
 
+	"minik8s.io/kubelet/internal/network"
+	"minik8s.io/kubelet/internal/network/cninet"
 	"minik8s.io/kubelet/internal/network/nodenet"
+	"minik8s.io/kubelet/internal/nodestatus"
 )
 
 // DefaultClusterCIDR is the pod network the apiserver hands node blocks out of by default.
@@ -84,4 +89,72 @@ func podMTU(cfg Config, hostIP string, log *slog.Logger) int {
 		return 0
 	}
 	return mtu - nodenet.VXLANOverhead
+}
+
+// podNetwork is the pod network: it stands in for the CNI network until the node is registered
+// with its pod CIDR, then configures it (Start).
+type podNetwork struct {
+	cfg Config
+	log *slog.Logger
+	// Set before Start: the node agent, the node's address, and what to wake once the network
+	// is up (the VXLAN device takes the pod CIDR's first address).
+	agent  *nodestatus.Agent
+	hostIP string
+	routes func()
+
+	mu  sync.Mutex
+	net network.Network
+}
+
+func (p *podNetwork) get() network.Network {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.net
+}
+
+func (p *podNetwork) ready() bool { return p.get() != nil }
+
+// Start waits for the node's registration and configures CNI on its pod CIDR.
+func (p *podNetwork) Start(ctx context.Context) error {
+	select {
+	case <-p.agent.Registered():
+	case <-ctx.Done():
+		return nil
+	}
+	n, err := cninet.New(cninet.Config{PodCIDR: p.agent.PodCIDR(), RootDir: p.cfg.RootDir, BridgeName: p.cfg.BridgeName,
+		PluginDirs: p.cfg.CNIBinDirs, MTU: podMTU(p.cfg, p.hostIP, p.log)}, p.log)
+	if err == nil {
+		err = n.Prepare(ctx)
+	}
+	if err != nil {
+		// The node stays NotReady, saying why; the kubelet goes on serving what it can.
+		p.log.Error("configuring the pod network", "podCIDR", p.agent.PodCIDR(), "err", err)
+		<-ctx.Done()
+		return nil
+	}
+	p.mu.Lock()
+	p.net = n
+	p.mu.Unlock()
+	p.routes()
+	p.log.Info("pod network ready", "podCIDR", p.agent.PodCIDR())
+	<-ctx.Done()
+	return nil
+}
+
+var errNoPodNetwork = errors.New("the pod network is not configured yet: the node has no pod CIDR")
+
+func (p *podNetwork) SetUp(ctx context.Context, pod network.Pod) (string, error) {
+	n := p.get()
+	if n == nil {
+		return "", errNoPodNetwork
+	}
+	return n.SetUp(ctx, pod)
+}
+
+func (p *podNetwork) TearDown(ctx context.Context, pod network.Pod) error {
+	n := p.get()
+	if n == nil {
+		return errNoPodNetwork
+	}
+	return n.TearDown(ctx, pod)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,12 @@ type source struct {
 	sink  desiredPods
 	cache podCache
 	log   *slog.Logger
+
+	// synced is told after every complete relist (pods.Manager.MarkSynced): only then are the
+	// containers of pods nobody asked for removed.
+	synced func()
+	// period is how often Start relists.
+	period time.Duration
 
 	mu    sync.Mutex
 	known map[types.UID]*corev1.Pod
@@ -141,6 +148,33 @@ func (s *source) relist(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// connected relists once the bus queue is bound: everything changed after that is in it.
+func (s *source) connected(ctx context.Context) error {
+	if err := s.relist(ctx); err != nil {
+		return err
+	}
+	if s.synced != nil {
+		s.synced()
+	}
+	return nil
+}
+
+// Start relists every period until ctx ends, the safety net under the bus.
+func (s *source) Start(ctx context.Context) error {
+	t := time.NewTicker(s.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := s.connected(ctx); err != nil {
+				s.log.Warn("relisting pods", "err", err)
+			}
+		}
+	}
 }
 
 // fromCache restores the desired pods a previous run cached, for when the apiserver cannot be
