@@ -2,9 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
@@ -13,60 +10,23 @@ import (
 	"minik8s.io/serverless/internal/counters"
 	"minik8s.io/serverless/internal/counters/redisstore"
 	"minik8s.io/serverless/internal/counters/storetest"
+	"minik8s.io/shared/redistest"
 )
-
-// requireRedis connects to $MINIK8S_REDIS_ADDR (default 127.0.0.1:6379, make up's). It skips
-// under -short and fails with a clear message when Redis does not answer.
-func requireRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs Redis; skipped under -short")
-	}
-	addr := os.Getenv("MINIK8S_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("Redis at %s is unreachable (%v): start it (make up) or set MINIK8S_REDIS_ADDR; run with -short to skip", addr, err)
-	}
-	return rdb
-}
 
 // newStore returns a store under a prefix of its own, whose keys are deleted when t ends.
 func newStore(t *testing.T, rdb *redis.Client, ttl time.Duration) *redisstore.Store {
 	t.Helper()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	prefix := "minik8s:test:counters:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		keys, err := rdb.Keys(ctx, prefix+"*").Result()
-		if err != nil {
-			t.Errorf("find test keys under %s: %v", prefix, err)
-			return
-		}
-		if len(keys) > 0 {
-			if err := rdb.Del(ctx, keys...).Err(); err != nil {
-				t.Errorf("delete test keys: %v", err)
-			}
-		}
-	})
-	return redisstore.New(rdb, prefix, ttl)
+	return redisstore.New(rdb, redistest.Prefix(t, rdb, "counters"), ttl)
 }
 
 func TestContract(t *testing.T) {
-	rdb := requireRedis(t)
+	rdb := redistest.Client(t)
 	storetest.Run(t, func(t *testing.T) counters.Store { return newStore(t, rdb, 0) })
 }
 
 // TestBucketsExpire: a bucket key carries the store's time to live.
 func TestBucketsExpire(t *testing.T) {
-	rdb := requireRedis(t)
+	rdb := redistest.Client(t)
 	s := newStore(t, rdb, 90*time.Second)
 	ctx := t.Context()
 	if err := s.Add(ctx, counters.Batch{Buckets: map[string][]counters.Bucket{"ns/fn": {{Second: 5, Started: 1}}}}); err != nil {
@@ -88,7 +48,7 @@ func TestBucketsExpire(t *testing.T) {
 // TestTwoGatewaysOneView: two gateways' recorders flush to one Redis in the background; the
 // autoscaler's reader sees the calls of both, and the latest call of either.
 func TestTwoGatewaysOneView(t *testing.T) {
-	rdb := requireRedis(t)
+	rdb := redistest.Client(t)
 	s := newStore(t, rdb, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
