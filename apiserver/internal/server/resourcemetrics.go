@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"minik8s.io/apiserver/internal/metricsource"
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/shared/apierror"
 	metricsv1beta1 "minik8s.io/shared/apis/metrics/v1beta1"
-	"minik8s.io/shared/metricsource"
 	"minik8s.io/shared/scheme"
 )
 

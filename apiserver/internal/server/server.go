@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"minik8s.io/apiserver/internal/metricsource"
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
-	"minik8s.io/shared/metricsource"
 )
 
 // Identity is who made a request, from the bearer token.
