@@ -15,6 +15,7 @@ import (
 	"minik8s.io/serverless/internal/build"
 	"minik8s.io/serverless/internal/distribute"
 	"minik8s.io/serverless/internal/function"
+	"minik8s.io/serverless/internal/imagestore/dockerstore"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
@@ -41,8 +42,9 @@ func newImages(cfg Config, token string, log *slog.Logger) (*images, error) {
 	// Images are labeled with this cluster's name: another cluster on this host's engine
 	// (make up's beside make cluster's) neither lists nor removes them as its own.
 	cluster := clusterName(cfg.AMQPURL)
-	b := build.New(build.Config{Engine: dc, Base: cfg.RuntimeImage, Timeout: cfg.BuildTimeout, PipArgs: cfg.PipArgs, Cluster: cluster})
-	d := distribute.New(distribute.Config{Engine: dc, Token: token, Timeout: cfg.BuildTimeout, Logger: log.With("part", "distribute")})
+	store := dockerstore.New(dc)
+	b := build.New(build.Config{Images: store, Base: cfg.RuntimeImage, Timeout: cfg.BuildTimeout, PipArgs: cfg.PipArgs, Cluster: cluster})
+	d := distribute.New(distribute.Config{Images: store, Token: token, Timeout: cfg.BuildTimeout, Logger: log.With("part", "distribute")})
 	return &images{docker: dc, cluster: cluster, builder: b, distributor: d, log: log}, nil
 }
 

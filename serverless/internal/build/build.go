@@ -3,44 +3,20 @@ package build
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
-
+	"minik8s.io/serverless/internal/imagestore"
 	sv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
-// Engine is the part of the Docker API builds use; *client.Client is one.
-type Engine interface {
-	ImageBuild(ctx context.Context, buildContext io.Reader, options types.ImageBuildOptions) (types.ImageBuildResponse, error)
-	ImageList(ctx context.Context, options image.ListOptions) ([]image.Summary, error)
-	ImageRemove(ctx context.Context, imageID string, options image.RemoveOptions) ([]image.DeleteResponse, error)
-}
-
-// NewDocker connects to the Docker engine DOCKER_HOST names (the local socket by default),
-// negotiating the API version. It does no I/O until first used.
-func NewDocker() (*client.Client, error) {
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
-	}
-	return c, nil
-}
-
-// Config tunes a Builder; only Engine is required.
+// Config tunes a Builder; only Images is required.
 type Config struct {
-	Engine Engine
+	// Images is the engine images are built in (dockerstore on this host's Docker).
+	Images imagestore.Store
 	// Base is the runtime base image (DefaultBase when empty).
 	Base string
 	// Timeout bounds one build (10 minutes when zero).
@@ -97,28 +73,24 @@ func (b *Builder) Build(ctx context.Context, src Source, progress func(line stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
-	resp, err := b.cfg.Engine.ImageBuild(ctx, bytes.NewReader(tarball), types.ImageBuildOptions{
-		Tags:        []string{res.Image},
-		Remove:      true,
-		ForceRemove: true,
-		PullParent:  false,
-		Version:     types.BuilderV1,
+	var out logTail
+	id, err := b.cfg.Images.Build(ctx, bytes.NewReader(tarball), res.Image, func(line string) {
+		out.add(line)
+		if progress != nil {
+			progress(line)
+		}
 	})
-	if err != nil {
-		return res, fmt.Errorf("build %s: %w", res.Image, timeoutOr(ctx, b.cfg.Timeout, err))
-	}
-	defer resp.Body.Close()
-	out := readBuild(resp.Body, progress)
 	res.Log = out.tail()
+	var failed *imagestore.BuildError
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("build %s: %w", res.Image, timeoutOr(ctx, b.cfg.Timeout, ctx.Err()))
-	case out.err != "":
-		return res, fmt.Errorf("build %s: %s", res.Image, Explain(out.err, out.lines))
-	case out.readErr != nil:
-		return res, fmt.Errorf("build %s: reading docker's answer: %w", res.Image, out.readErr)
+	case errors.As(err, &failed):
+		return res, fmt.Errorf("build %s: %s", res.Image, Explain(failed.Message, out.lines))
+	case err != nil:
+		return res, fmt.Errorf("build %s: %w", res.Image, err)
 	}
-	res.ID = out.id
+	res.ID = id
 	return res, nil
 }
 
@@ -129,22 +101,19 @@ func timeoutOr(ctx context.Context, limit time.Duration, err error) error {
 	return err
 }
 
-// buildOutput is what a build's message stream said.
-type buildOutput struct {
-	lines   []string // the last lines of output
-	id      string   // the image id (aux message)
-	err     string   // the build's error, if it failed
-	readErr error
+// logTail keeps the last lines of a build's output: Result.Log, and what Explain reads.
+type logTail struct {
+	lines []string
 }
 
-func (o *buildOutput) add(line string) {
+func (o *logTail) add(line string) {
 	o.lines = append(o.lines, line)
 	if len(o.lines) > 4*logTailLines {
 		o.lines = append(o.lines[:0], o.lines[len(o.lines)-logTailLines:]...)
 	}
 }
 
-func (o *buildOutput) tail() string {
+func (o *logTail) tail() string {
 	l := o.lines
 	if len(l) > logTailLines {
 		l = l[len(l)-logTailLines:]
@@ -152,84 +121,13 @@ func (o *buildOutput) tail() string {
 	return strings.Join(l, "\n")
 }
 
-// message is one JSON message of Docker's build stream.
-type message struct {
-	Stream      string                    `json:"stream"`
-	Status      string                    `json:"status"`
-	Error       string                    `json:"error"`
-	ErrorDetail *struct{ Message string } `json:"errorDetail"`
-	Aux         json.RawMessage           `json:"aux"`
-}
-
-// ansi matches the colour escapes the classic builder puts around a step's standard error.
-var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
-
-// readBuild decodes Docker's build stream, passing each output line to progress.
-func readBuild(r io.Reader, progress func(string)) buildOutput {
-	var out buildOutput
-	dec := json.NewDecoder(r)
-	var partial string
-	emit := func(text string) {
-		text = partial + text
-		partial = ""
-		for {
-			i := strings.IndexByte(text, '\n')
-			if i < 0 {
-				partial = text
-				return
-			}
-			line := strings.TrimRight(ansi.ReplaceAllString(text[:i], ""), "\r ")
-			text = text[i+1:]
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			out.add(line)
-			if progress != nil {
-				progress(line)
-			}
-		}
-	}
-	for {
-		var m message
-		if err := dec.Decode(&m); err != nil {
-			if !errors.Is(err, io.EOF) {
-				out.readErr = err
-			}
-			break
-		}
-		switch {
-		case m.Error != "" || m.ErrorDetail != nil:
-			out.err = m.Error
-			if out.err == "" {
-				out.err = m.ErrorDetail.Message
-			}
-		case len(m.Aux) > 0:
-			var aux struct{ ID string }
-			if json.Unmarshal(m.Aux, &aux) == nil && aux.ID != "" {
-				out.id = aux.ID
-			}
-		case m.Stream != "":
-			emit(m.Stream)
-		case m.Status != "":
-			emit(m.Status + "\n")
-		}
-	}
-	if partial != "" {
-		emit("\n")
-	}
-	return out
-}
-
 // Remove deletes the images of a function's versions other than keep (0 removes them all),
-// found by their labels. An image a container still uses stays (Docker refuses) and is
+// found by their labels. An image a running container uses stays (the store refuses) and is
 // returned in inUse, to try again later; removed lists what went.
 func (b *Builder) Remove(ctx context.Context, namespace, name string, keep int64) (removed, inUse []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	f := filters.NewArgs(
-		filters.Arg("label", LabelNamespace+"="+namespace),
-		filters.Arg("label", sv1.LabelFunction+"="+name))
-	images, err := b.cfg.Engine.ImageList(ctx, image.ListOptions{Filters: f})
+	images, err := b.cfg.Images.List(ctx, map[string]string{LabelNamespace: namespace, sv1.LabelFunction: name})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list images of function %s/%s: %w", namespace, name, err)
 	}
@@ -242,18 +140,16 @@ func (b *Builder) Remove(ctx context.Context, namespace, name string, keep int64
 			continue // another cluster's, on the same engine
 		}
 		ref := img.ID
-		for _, t := range img.RepoTags {
+		for _, t := range img.Tags {
 			if strings.HasPrefix(t, Repository(namespace, name)+":") {
 				ref = t
 			}
 		}
-		// Every tag goes: the id with more than one tag needs force, which still refuses an
-		// image a running container uses.
-		_, err := b.cfg.Engine.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true})
-		switch {
-		case err == nil || errdefs.IsNotFound(err):
+		// Every tag goes; an image a running container uses stays.
+		switch err := b.cfg.Images.Remove(ctx, img.ID); {
+		case err == nil || errors.Is(err, imagestore.ErrNotFound):
 			removed = append(removed, ref)
-		case errdefs.IsConflict(err):
+		case errors.Is(err, imagestore.ErrInUse):
 			inUse = append(inUse, ref)
 		default:
 			errs = append(errs, fmt.Errorf("remove image %s: %w", ref, err))

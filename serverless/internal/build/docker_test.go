@@ -13,17 +13,19 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
+	"minik8s.io/serverless/internal/imagestore/dockerstore"
 	sv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
 // Builds with the real Docker engine on the real runtime base (make images builds it).
 
-func docker(t *testing.T) *client.Client {
+// docker returns the client (to run containers) and the store over it (to build in).
+func docker(t *testing.T) (*client.Client, *dockerstore.Store) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds images with Docker (-short)")
 	}
-	c, err := NewDocker()
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func docker(t *testing.T) *client.Client {
 	if _, _, err := c.ImageInspectWithRaw(ctx, DefaultBase); err != nil {
 		t.Fatalf("no runtime base %s (scripts/images.sh python-runtime builds it): %v", DefaultBase, err)
 	}
-	return c
+	return c, dockerstore.New(c)
 }
 
 // testName is a function name no other test or run uses at the same time.
@@ -87,8 +89,8 @@ func post(t *testing.T, url, body string) (int, string, string) {
 }
 
 func TestBuildAndCall(t *testing.T) {
-	c := docker(t)
-	b := New(Config{Engine: c})
+	c, store := docker(t)
+	b := New(Config{Images: store})
 	name := testName(t)
 	t.Cleanup(func() { _, _, _ = b.Remove(context.Background(), "default", name, 0) })
 	src := Source{Namespace: "default", Name: name, Version: 1, Handler: "main.handler", Files: map[string]string{
@@ -109,13 +111,13 @@ func TestBuildAndCall(t *testing.T) {
 	if len(lines) == 0 || !strings.Contains(strings.Join(lines, "\n"), "Step 1/") {
 		t.Errorf("progress lines: %q", lines)
 	}
-	img, _, err := c.ImageInspectWithRaw(t.Context(), res.Image)
+	img, err := store.Inspect(t.Context(), res.Image)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range Labels("", "default", name, 1) {
-		if img.Config.Labels[k] != v {
-			t.Errorf("label %s = %q, want %q", k, img.Config.Labels[k], v)
+		if img.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, img.Labels[k], v)
 		}
 	}
 	start = time.Now()
@@ -159,14 +161,14 @@ func TestBuildAndCall(t *testing.T) {
 	if len(removed) != 0 || len(inUse) != 1 || inUse[0] != Image("default", name, 1) {
 		t.Errorf("Remove while v1 runs: removed %v, in use %v", removed, inUse)
 	}
-	if _, _, err := c.ImageInspectWithRaw(t.Context(), Image("default", name, 2)); err != nil {
+	if _, err := store.Inspect(t.Context(), Image("default", name, 2)); err != nil {
 		t.Errorf("v2 is gone: %v", err)
 	}
 }
 
 func TestBuildFailures(t *testing.T) {
-	c := docker(t)
-	b := New(Config{Engine: c})
+	_, store := docker(t)
+	b := New(Config{Images: store})
 	name := testName(t)
 	t.Cleanup(func() { _, _, _ = b.Remove(context.Background(), "default", name, 0) })
 	for _, tc := range []struct {
@@ -193,7 +195,7 @@ func TestBuildFailures(t *testing.T) {
 				t.Fatalf("Build = %v, want an error with %q; log:\n%s", err, tc.want, res.Log)
 			}
 			t.Logf("%v", err)
-			if _, _, err := c.ImageInspectWithRaw(t.Context(), Image("default", name, 7)); err == nil {
+			if _, err := store.Inspect(t.Context(), Image("default", name, 7)); err == nil {
 				t.Errorf("a failed build left the image %s", Image("default", name, 7))
 			}
 		})
@@ -201,8 +203,8 @@ func TestBuildFailures(t *testing.T) {
 }
 
 func TestBuildTimeout(t *testing.T) {
-	c := docker(t)
-	b := New(Config{Engine: c, Timeout: 2 * time.Second, PipArgs: []string{"--index-url", "http://10.255.255.1/simple"}})
+	_, store := docker(t)
+	b := New(Config{Images: store, Timeout: 2 * time.Second, PipArgs: []string{"--index-url", "http://10.255.255.1/simple"}})
 	name := testName(t)
 	t.Cleanup(func() { _, _, _ = b.Remove(context.Background(), "default", name, 0) })
 	res, err := b.Build(t.Context(), Source{Namespace: "default", Name: name, Version: 1, Handler: "main.handler",
@@ -216,12 +218,12 @@ func TestBuildTimeout(t *testing.T) {
 // same namespace and name; each one's Remove takes its own images (and those with no cluster,
 // built before images had one) and leaves the other's.
 func TestRemoveOnlyOwnCluster(t *testing.T) {
-	c := docker(t)
+	_, store := docker(t)
 	name := testName(t)
-	a := New(Config{Engine: c, Cluster: "minik8s-a"})
-	b := New(Config{Engine: c, Cluster: "minik8s-b"})
+	a := New(Config{Images: store, Cluster: "minik8s-a"})
+	b := New(Config{Images: store, Cluster: "minik8s-b"})
 	t.Cleanup(func() {
-		_, _, _ = New(Config{Engine: c}).Remove(context.Background(), "default", name, 0)
+		_, _, _ = New(Config{Images: store}).Remove(context.Background(), "default", name, 0)
 	})
 	src := Source{Namespace: "default", Name: name, Handler: "main.handle",
 		Files: map[string]string{"main.py": "def handle(event):\n    return event\n"}}
@@ -236,20 +238,20 @@ func TestRemoveOnlyOwnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.Version = 3
-	resNone, err := New(Config{Engine: c}).Build(t.Context(), src, func(string) {})
+	resNone, err := New(Config{Images: store}).Build(t.Context(), src, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, _, err := c.ImageInspectWithRaw(t.Context(), resA.Image)
-	if err != nil || img.Config.Labels[LabelCluster] != "minik8s-a" {
-		t.Fatalf("%s: labels %v (%v), want %s=minik8s-a", resA.Image, img.Config.Labels, err, LabelCluster)
+	img, err := store.Inspect(t.Context(), resA.Image)
+	if err != nil || img.Labels[LabelCluster] != "minik8s-a" {
+		t.Fatalf("%s: labels %v (%v), want %s=minik8s-a", resA.Image, img.Labels, err, LabelCluster)
 	}
 	removed, _, err := a.Remove(t.Context(), "default", name, 0)
 	slices.Sort(removed)
 	if err != nil || !slices.Equal(removed, []string{resA.Image, resNone.Image}) {
 		t.Errorf("cluster a's Remove: removed %v (%v), want %s and %s", removed, err, resA.Image, resNone.Image)
 	}
-	if _, _, err := c.ImageInspectWithRaw(t.Context(), resB.Image); err != nil {
+	if _, err := store.Inspect(t.Context(), resB.Image); err != nil {
 		t.Errorf("cluster b's %s is gone after cluster a's Remove: %v", resB.Image, err)
 	}
 	if removed, _, err := b.Remove(t.Context(), "default", name, 0); err != nil || len(removed) != 1 || removed[0] != resB.Image {

@@ -14,23 +14,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/docker/api/types"
 	corev1 "k8s.io/api/core/v1"
 
+	"minik8s.io/serverless/internal/imagestore"
 	"minik8s.io/shared/kubeletclient"
 )
 
-// Engine is the local image store images are sent from; the Docker client is one.
-type Engine interface {
-	// ImageSave streams a `docker save` archive of the images.
-	ImageSave(ctx context.Context, images []string) (io.ReadCloser, error)
-	// ImageInspectWithRaw tells the image's id (a save and load keep it).
-	ImageInspectWithRaw(ctx context.Context, image string) (types.ImageInspect, []byte, error)
-}
-
-// Config is what a Distributor needs; Engine and Token are required.
+// Config is what a Distributor needs; Images and Token are required.
 type Config struct {
-	Engine Engine
+	// Images is the local engine images are sent from: an image's id there is compared with
+	// the node's, and its archive (Save) is what the node's kubelet loads.
+	Images imagestore.Store
 	// Token is the bearer token sent to kubelets: the serverless component's own (user
 	// system:serverless), which kubelets allow to load images.
 	Token string
@@ -81,10 +75,11 @@ type NodeResult struct {
 
 // Ensure makes image present in the engine of every Ready node among nodes (the nodes that
 // will run the function's pods, or all of them): each kubelet is asked whether its engine has
-// the image, and those that lack it (or hold another image under its tag) get the local engine's `docker save` of it, all nodes at
-// once. Where the nodes share the local engine (make up), every answer is yes and nothing is
-// sent. Concurrent calls for the same node and image share one transfer. It returns what
-// happened on each node (in the order given) and an error joining the nodes' failures.
+// the image, and those that lack it (or hold another image under its tag) get the local
+// engine's archive of it (docker save's format), all nodes at once. Where the nodes share the
+// local engine (make up), every answer is yes and nothing is sent. Concurrent calls for the
+// same node and image share one transfer. It returns what happened on each node (in the order
+// given) and an error joining the nodes' failures.
 func (d *Distributor) Ensure(ctx context.Context, image string, nodes []*corev1.Node) ([]NodeResult, error) {
 	results := make([]NodeResult, len(nodes))
 	var wg sync.WaitGroup
@@ -147,7 +142,7 @@ func (d *Distributor) ensure(ctx context.Context, image string, n *corev1.Node) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
-	local, _, err := d.cfg.Engine.ImageInspectWithRaw(ctx, image)
+	local, err := d.cfg.Images.Inspect(ctx, image)
 	if err != nil {
 		return fail(fmt.Errorf("inspect the image in the local engine: %w", err))
 	}
@@ -204,7 +199,7 @@ func (d *Distributor) present(ctx context.Context, base *url.URL, image string) 
 }
 
 func (d *Distributor) send(ctx context.Context, base *url.URL, image string) error {
-	archive, err := d.cfg.Engine.ImageSave(ctx, []string{image})
+	archive, err := d.cfg.Images.Save(ctx, image)
 	if err != nil {
 		return fmt.Errorf("save the image from the local engine: %w", err)
 	}

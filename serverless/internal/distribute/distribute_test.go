@@ -1,7 +1,6 @@
 package distribute
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,101 +15,98 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/serverless/internal/imagestore"
+	"minik8s.io/serverless/internal/imagestore/fake"
 )
 
-// engine is a local engine whose saves are the image's name repeated.
-type engine struct {
-	saves atomic.Int32
-	// gate, when not nil, holds every save until it is closed.
-	gate chan struct{}
-}
+// labels are a function image's; a node's older image under the same tag has others, so
+// another id.
+var labels = map[string]string{"serverless.minik8s.io/function": "add"}
 
-func archiveOf(image string) []byte { return bytes.Repeat([]byte(image+"\n"), 10000) }
-
-// idOf is the id of image in the local engine and wherever it was loaded.
-func idOf(image string) string { return "sha256:id-of-" + image }
-
-func (e *engine) ImageInspectWithRaw(ctx context.Context, image string) (types.ImageInspect, []byte, error) {
-	if image == "missing:v1" {
-		return types.ImageInspect{}, nil, fmt.Errorf("no such image: %s", image)
+// localStore is the local engine holding images, built by the serverless component.
+func localStore(images ...string) *fake.Store {
+	s := fake.New()
+	for _, i := range images {
+		s.Add(i, labels)
 	}
-	return types.ImageInspect{ID: idOf(image)}, nil, nil
+	return s
 }
 
-func (e *engine) ImageSave(ctx context.Context, images []string) (io.ReadCloser, error) {
-	e.saves.Add(1)
-	if e.gate != nil {
-		select {
-		case <-e.gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+// gated is a local engine whose saves wait until gate is closed, counted.
+type gated struct {
+	*fake.Store
+	gate  chan struct{}
+	saves atomic.Int32
+}
+
+func (g *gated) Save(ctx context.Context, ref string) (io.ReadCloser, error) {
+	g.saves.Add(1)
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Store.Save(ctx, ref)
+}
+
+// saves counts the archives the local engine made.
+func saves(s *fake.Store) int {
+	n := 0
+	for _, c := range s.Calls() {
+		if strings.HasPrefix(c, "save ") {
+			n++
 		}
 	}
-	if len(images) != 1 || images[0] == "missing:v1" {
-		return nil, fmt.Errorf("no such image: %v", images)
-	}
-	return io.NopCloser(bytes.NewReader(archiveOf(images[0]))), nil
+	return n
 }
 
-// kubelet is an httptest kubelet with an image store, checking the token as the real one.
+// kubelet is an httptest kubelet over its node's engine (a fake store), checking the token
+// as the real one.
 type kubelet struct {
 	srv    *httptest.Server
+	engine *fake.Store
 	mu     sync.Mutex
-	images map[string]bool
 	loads  int
 	// forbid answers POST /images 403, as a kubelet does for other identities.
 	forbid bool
-	// stale are images the node holds under a tag with another id than the local engine's.
-	stale map[string]string
 }
 
 const token = "serverless-token"
 
+// newKubelet is a node whose engine holds images, the same as the local engine's.
 func newKubelet(t *testing.T, images ...string) *kubelet {
-	k := &kubelet{images: map[string]bool{}, stale: map[string]string{}}
-	for _, i := range images {
-		k.images[i] = true
-	}
+	k := &kubelet{engine: localStore(images...)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /images/{ref...}", func(w http.ResponseWriter, r *http.Request) {
 		ref := r.PathValue("ref")
-		k.mu.Lock()
-		ok, id := k.images[ref], idOf(ref)
-		if s, isStale := k.stale[ref]; isStale {
-			id = s
-		}
-		k.mu.Unlock()
-		if !ok {
+		img, err := k.engine.Inspect(r.Context(), ref)
+		if err != nil {
 			w.WriteHeader(http.StatusNotFound)
-			id = ""
 		}
-		fmt.Fprintf(w, `{"image":%q,"present":%v,"id":%q}`, ref, ok, id)
+		fmt.Fprintf(w, `{"image":%q,"present":%v,"id":%q}`, ref, err == nil, img.ID)
 	})
 	mux.HandleFunc("POST /images", func(w http.ResponseWriter, r *http.Request) {
 		if k.forbid {
 			http.Error(w, `user "system:serverless" may not load images into node x`, http.StatusForbidden)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		if r.Header.Get("Content-Type") != "application/x-tar" {
+			http.Error(w, "want an image archive", http.StatusUnsupportedMediaType)
+			return
+		}
+		loaded, err := k.engine.Load(r.Context(), r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		image, _, _ := strings.Cut(string(body), "\n")
-		if !bytes.Equal(body, archiveOf(image)) || r.Header.Get("Content-Type") != "application/x-tar" {
-			http.Error(w, "invalid image archive", http.StatusBadRequest)
-			return
-		}
 		k.mu.Lock()
-		k.images[image] = true
-		delete(k.stale, image)
 		k.loads++
 		k.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(map[string][]string{"loaded": {image}})
+		_ = json.NewEncoder(w).Encode(map[string][]string{"loaded": loaded})
 	})
 	k.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token {
@@ -123,10 +119,21 @@ func newKubelet(t *testing.T, images ...string) *kubelet {
 	return k
 }
 
-func (k *kubelet) has(image string) bool {
+// has reports whether the node's engine holds the local engine's image.
+func (k *kubelet) has(t *testing.T, local *fake.Store, image string) bool {
+	t.Helper()
+	want, err := local.Inspect(t.Context(), image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := k.engine.Inspect(t.Context(), image)
+	return err == nil && got.ID == want.ID
+}
+
+func (k *kubelet) loaded() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.images[image]
+	return k.loads
 }
 
 // node is a Node whose kubelet endpoint is k's server.
@@ -147,14 +154,14 @@ func (k *kubelet) node(t *testing.T, name string, ready bool) *corev1.Node {
 	return n
 }
 
-func newDistributor(e Engine, tok string) *Distributor {
-	return New(Config{Engine: e, Token: tok, Timeout: 30 * time.Second})
+func newDistributor(e imagestore.Store, tok string) *Distributor {
+	return New(Config{Images: e, Token: tok, Timeout: 30 * time.Second})
 }
 
 func TestEnsure(t *testing.T) {
 	const image = "minik8s-fn/default.add:v2"
 	has, lacks1, lacks2, down := newKubelet(t, image), newKubelet(t), newKubelet(t, "other:v1"), newKubelet(t)
-	e := &engine{}
+	e := localStore(image)
 	d := newDistributor(e, token)
 	nodes := []*corev1.Node{has.node(t, "has", true), lacks1.node(t, "lacks1", true),
 		lacks2.node(t, "lacks2", true), down.node(t, "down", false)}
@@ -167,14 +174,14 @@ func TestEnsure(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	for _, k := range []*kubelet{has, lacks1, lacks2} {
-		if !k.has(image) {
+		if !k.has(t, e, image) {
 			t.Errorf("a Ready node lacks %s", image)
 		}
 	}
-	if down.has(image) || down.loads != 0 {
+	if down.has(t, e, image) || down.loaded() != 0 {
 		t.Error("a node that is not Ready was sent the image")
 	}
-	if n := e.saves.Load(); n != 2 {
+	if n := saves(e); n != 2 {
 		t.Errorf("%d saves, want one per node that lacked the image (2)", n)
 	}
 	// Again: every Ready node has it now, nothing is sent (as on make up's shared engine).
@@ -187,8 +194,8 @@ func TestEnsure(t *testing.T) {
 			t.Errorf("%s was sent the image again", r.Node)
 		}
 	}
-	if n := e.saves.Load(); n != 2 || lacks1.loads != 1 || lacks2.loads != 1 {
-		t.Errorf("second Ensure saved or loaded again: %d saves, loads %d %d", n, lacks1.loads, lacks2.loads)
+	if n := saves(e); n != 0 || lacks1.loaded() != 1 || lacks2.loaded() != 1 {
+		t.Errorf("second Ensure saved or loaded again: %d saves, loads %d %d", n, lacks1.loaded(), lacks2.loaded())
 	}
 }
 
@@ -198,12 +205,13 @@ func TestEnsureFailures(t *testing.T) {
 	forbidding.forbid = true
 	noAddress := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "noaddr"}}
 	noAddress.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	d := newDistributor(&engine{}, token)
+	e := localStore(image)
+	d := newDistributor(e, token)
 	res, err := d.Ensure(t.Context(), image, []*corev1.Node{ok.node(t, "ok", true), forbidding.node(t, "forbidding", true), noAddress})
 	if err == nil {
 		t.Fatal("Ensure succeeded with a forbidding kubelet")
 	}
-	if !res[0].Sent || res[0].Err != nil || !ok.has(image) {
+	if !res[0].Sent || res[0].Err != nil || !ok.has(t, e, image) {
 		t.Errorf("the good node: %+v", res[0])
 	}
 	for i, want := range map[int]string{
@@ -219,7 +227,7 @@ func TestEnsureFailures(t *testing.T) {
 	}
 
 	// A token the kubelet refuses, an image the local engine does not have.
-	if _, err := newDistributor(&engine{}, "wrong").Ensure(t.Context(), image, []*corev1.Node{forbidding.node(t, "n", true)}); err == nil ||
+	if _, err := newDistributor(e, "wrong").Ensure(t.Context(), image, []*corev1.Node{forbidding.node(t, "n", true)}); err == nil ||
 		!strings.Contains(err.Error(), "the kubelet refused the serverless component's token") {
 		t.Errorf("wrong token: %v", err)
 	}
@@ -232,7 +240,7 @@ func TestEnsureFailures(t *testing.T) {
 func TestEnsureSharesTransfers(t *testing.T) {
 	const image = "minik8s-fn/default.add:v4"
 	k := newKubelet(t)
-	e := &engine{gate: make(chan struct{})}
+	e := &gated{Store: localStore(image), gate: make(chan struct{})}
 	d := newDistributor(e, token)
 	n := k.node(t, "n1", true)
 	var wg sync.WaitGroup
@@ -255,11 +263,11 @@ func TestEnsureSharesTransfers(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	close(e.gate)
 	wg.Wait()
-	if s := e.saves.Load(); s != 1 || k.loads != 1 {
-		t.Errorf("5 concurrent calls made %d saves and %d loads, want 1 and 1", s, k.loads)
+	if s := e.saves.Load(); s != 1 || k.loaded() != 1 {
+		t.Errorf("5 concurrent calls made %d saves and %d loads, want 1 and 1", s, k.loaded())
 	}
 	for _, r := range results {
-		if len(r) != 1 || r[0].Err != nil || !r[0].Sent && !k.has(image) {
+		if len(r) != 1 || r[0].Err != nil || !r[0].Sent && !k.has(t, e.Store, image) {
 			t.Errorf("result %+v", r)
 		}
 	}
@@ -281,9 +289,12 @@ func TestImagePath(t *testing.T) {
 // and made again starts at version 1 again) is sent the local one.
 func TestEnsureReplacesStaleTag(t *testing.T) {
 	const image = "minik8s-fn/default.add:v1"
-	stale, current := newKubelet(t, image), newKubelet(t, image)
-	stale.stale[image] = "sha256:an-older-add-v1"
-	e := &engine{}
+	stale, current := newKubelet(t), newKubelet(t, image)
+	olderID := stale.engine.Add(image, map[string]string{"serverless.minik8s.io/function": "add", "older": "yes"})
+	e := localStore(image)
+	if e.Add(image, labels) == olderID {
+		t.Fatal("the older image has the local one's id")
+	}
 	d := newDistributor(e, token)
 	res, err := d.Ensure(t.Context(), image, []*corev1.Node{stale.node(t, "stale", true), current.node(t, "current", true)})
 	if err != nil {
@@ -292,7 +303,8 @@ func TestEnsureReplacesStaleTag(t *testing.T) {
 	if diff := cmp.Diff([]NodeResult{{Node: "stale", Sent: true}, {Node: "current"}}, res); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
-	if stale.loads != 1 || current.loads != 0 || len(stale.stale) != 0 {
-		t.Errorf("loads: stale node %d (still stale: %v), current node %d; want 1 and 0", stale.loads, stale.stale, current.loads)
+	if stale.loaded() != 1 || current.loaded() != 0 || !stale.has(t, e, image) {
+		t.Errorf("loads: stale node %d (holds the local image: %v), current node %d; want 1 and 0",
+			stale.loaded(), stale.has(t, e, image), current.loaded())
 	}
 }
