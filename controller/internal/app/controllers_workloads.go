@@ -3,13 +3,18 @@ package app
 // The constructors of the workload controllers and the garbage collector.
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"minik8s.io/controller/internal/deployment"
 	"minik8s.io/controller/internal/garbagecollector"
 	"minik8s.io/controller/internal/job"
 	"minik8s.io/controller/internal/podautoscaler"
 	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/controller/internal/ttlafterfinished"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/run"
 )
 
@@ -27,12 +32,12 @@ func newGarbageCollector(c *Context) run.Runnable {
 
 func newReplicaSets(c *Context) run.Runnable {
 	return replicaset.New(replicaset.Config{
-		ReplicaSets: c.Informers.For(informer.ReplicaSets, nil),
-		Pods:        c.Informers.Pods(),
-		API:         replicaset.ClientAPI(c.Client),
-		Recorder:    c.Recorder,
-		Workers:     c.Config.ReplicaSetWorkers,
-		Logger:      c.Logger,
+		ReplicaSetInformer: c.Informers.For(informer.ReplicaSets, nil),
+		PodInformer:        c.Informers.Pods(),
+		ReplicaSets:        client.MustFor[*appsv1.ReplicaSet, *appsv1.ReplicaSetList](c.Client),
+		Pods:               client.MustFor[*corev1.Pod, *corev1.PodList](c.Client),
+		Recorder:           c.Recorder,
+		Options:            reconcile.Options{Workers: c.Config.ReplicaSetWorkers, Logger: c.Logger},
 	})
 }
 

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik8s.io/controller/internal/deployment"
-	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/shared/client"
+	"minik8s.io/shared/podstatus"
 )
 
 // fakeKubelets plays scheduler and kubelets for the pods of namespace ns until ctx ends: binds
@@ -42,7 +42,7 @@ func fakeKubelets(ctx context.Context, admin *client.Client, ns string, peak *at
 						TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"}, ObjectMeta: metav1.ObjectMeta{Name: p.Name},
 						Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"},
 					}).Do(ctx)
-				case !replicaset.Ready(&p):
+				case !podstatus.Ready(&p):
 					p.Status.Phase = corev1.PodRunning
 					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
 					_, _ = pods.UpdateStatus(ctx, &p, metav1.UpdateOptions{})
@@ -120,7 +120,7 @@ func TestDeployment(t *testing.T) {
 		out := map[string]*appsv1.ReplicaSet{}
 		for i := range list.Items {
 			rs := &list.Items[i]
-			if ref := replicaset.ControllerOf(rs); ref != nil && ref.UID == d.UID {
+			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.UID == d.UID {
 				out[version(rs)] = rs
 			}
 		}

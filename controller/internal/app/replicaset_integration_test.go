@@ -74,7 +74,7 @@ func TestReplicaSet(t *testing.T) {
 		}
 		var out []corev1.Pod
 		for _, p := range list.Items {
-			if ref := replicaset.ControllerOf(&p); ref != nil && ref.UID == rs.UID && replicaset.Active(&p) {
+			if ref := metav1.GetControllerOfNoCopy(&p); ref != nil && ref.UID == rs.UID && replicaset.Active(&p) {
 				out = append(out, p)
 			}
 		}
@@ -153,7 +153,7 @@ func TestReplicaSet(t *testing.T) {
 	t.Run("creates and owns", func(t *testing.T) {
 		originals = waitActive(t, "three pods", 3)
 		for _, p := range originals {
-			ref := replicaset.ControllerOf(&p)
+			ref := metav1.GetControllerOfNoCopy(&p)
 			if ref.Kind != "ReplicaSet" || ref.Name != "web" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 				t.Errorf("pod %s: controller reference %+v", p.Name, ref)
 			}
@@ -207,7 +207,7 @@ func TestReplicaSet(t *testing.T) {
 		relabel("other")
 		waitUntil(t, "the pod released", func(ctx context.Context) (bool, error) {
 			p, err := pods.Get(ctx, ns, name, metav1.GetOptions{})
-			return err == nil && replicaset.ControllerOf(p) == nil, err
+			return err == nil && metav1.GetControllerOfNoCopy(p) == nil, err
 		})
 		withReplacement := waitActive(t, "a replacement for the released pod", 2)
 		relabel("web")
@@ -216,7 +216,7 @@ func TestReplicaSet(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			ref := replicaset.ControllerOf(p)
+			ref := metav1.GetControllerOfNoCopy(p)
 			return ref != nil && ref.UID == rs.UID, nil
 		})
 		left := waitActive(t, "back to two", 2)

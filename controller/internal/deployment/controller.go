@@ -128,11 +128,11 @@ func (c *Controller) rsChanged(oldObj, obj runtime.Object) {
 		return
 	}
 	c.written.Behind("rs:"+keyOf(rs.Namespace, rs.Name), rs.ResourceVersion, c.cfg.Clock.Now())
-	keys := []string{c.owner(rs.Namespace, replicaset.ControllerOf(rs))}
+	keys := []string{c.owner(rs.Namespace, metav1.GetControllerOfNoCopy(rs))}
 	if old, ok := oldObj.(*appsv1.ReplicaSet); ok {
-		keys = append(keys, c.owner(old.Namespace, replicaset.ControllerOf(old)))
+		keys = append(keys, c.owner(old.Namespace, metav1.GetControllerOfNoCopy(old)))
 	}
-	if replicaset.ControllerOf(rs) == nil {
+	if metav1.GetControllerOfNoCopy(rs) == nil {
 		// An orphan: the Deployments that may adopt it.
 		ds, _ := c.ds.ListNamespace(rs.Namespace, nil)
 		for _, d := range ds {
@@ -153,12 +153,12 @@ func (c *Controller) podDeleted(obj runtime.Object) {
 	if !ok {
 		return
 	}
-	ref := replicaset.ControllerOf(pod)
+	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != replicaset.Kind.Kind {
 		return
 	}
 	if rs, err := c.rss.Get(pod.Namespace, ref.Name); err == nil {
-		if key := c.owner(rs.Namespace, replicaset.ControllerOf(rs)); key != "" {
+		if key := c.owner(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); key != "" {
 			c.loop.Add(key)
 		}
 	}
@@ -239,7 +239,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		all, _ := c.pods.ListNamespace(ns, nil)
 		for _, p := range all {
-			if ref := replicaset.ControllerOf(p); ref != nil && uids[string(ref.UID)] {
+			if ref := metav1.GetControllerOfNoCopy(p); ref != nil && uids[string(ref.UID)] {
 				pods = append(pods, p)
 			}
 		}
@@ -258,7 +258,7 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment, sel labels
 	var owned []*appsv1.ReplicaSet
 	rechecked := false
 	for _, rs := range all {
-		ref := replicaset.ControllerOf(rs)
+		ref := metav1.GetControllerOfNoCopy(rs)
 		matches := sel.Matches(labels.Set(rs.Labels))
 		switch {
 		case ref != nil && ref.UID == d.UID && matches:
@@ -357,7 +357,7 @@ func (c *Controller) collision(ctx context.Context, key string, d *appsv1.Deploy
 	if err != nil {
 		return fmt.Errorf("read replicaset %s after a name clash: %w", want.Name, err)
 	}
-	if ref := replicaset.ControllerOf(existing); ref != nil && ref.UID == d.UID && EqualIgnoreHash(&existing.Spec.Template, &d.Spec.Template) {
+	if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == d.UID && EqualIgnoreHash(&existing.Spec.Template, &d.Spec.Template) {
 		c.wroteRS(key, existing, now)
 		return reconcile.Requeue{After: 100 * time.Millisecond}
 	}

@@ -312,7 +312,7 @@ func OldPodsRunning(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet, pods []*
 		oldUIDs[string(rs.UID)] = true
 	}
 	for _, pod := range pods {
-		ref := replicaset.ControllerOf(pod)
+		ref := metav1.GetControllerOfNoCopy(pod)
 		if ref == nil || !oldUIDs[string(ref.UID)] || (newRS != nil && ref.UID == newRS.UID) {
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // Event reasons, Kubernetes' own.
@@ -28,25 +27,29 @@ const (
 	EventSuccessfulDelete = "SuccessfulDelete"
 )
 
+// Recorder reports events; shared/record's Recorder and Fake satisfy it.
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
 // Config wires a Controller.
 type Config struct {
-	// ReplicaSets and Pods are the shared informers.
-	ReplicaSets, Pods *informer.Informer
-	API               API
-	Recorder          Recorder
-	Workers           int
-	// Resync is how often every ReplicaSet is reconciled again whatever the events said.
-	Resync time.Duration
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// ReplicaSetInformer and PodInformer are the shared caches.
+	ReplicaSetInformer, PodInformer *informer.Informer
+	ReplicaSets                     client.Writer[*appsv1.ReplicaSet]
+	Pods                            client.Writer[*corev1.Pod]
+	Recorder                        Recorder
+	// Options' Resync is how often every ReplicaSet is reconciled again whatever the events
+	// said.
+	reconcile.Options
 }
 
 // Controller keeps every ReplicaSet's pods. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg          Config
 	rss          informer.Lister[*appsv1.ReplicaSet]
 	pods         informer.Lister[*corev1.Pod]
-	loop         *reconcile.Loop
 	expectations reconcile.Expectations
 	written      reconcile.Written
 	statusMu     sync.Mutex
@@ -56,42 +59,27 @@ type Controller struct {
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Options = cfg.Options.WithDefaults()
 	c := &Controller{
 		cfg:  cfg,
-		rss:  informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSets.Store()),
-		pods: informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		rss:  informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSetInformer.Store()),
+		pods: informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		log:  cfg.Logger.With("controller", "replicaset"),
 	}
-	c.loop = reconcile.New("replicaset", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.ReplicaSets.HasSynced, cfg.Pods.HasSynced}
-	c.loop.Tune(cfg.Workers, cfg.Resync)
-	cfg.ReplicaSets.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(_, obj runtime.Object) {
-			if rs, ok := obj.(*appsv1.ReplicaSet); ok {
-				c.written.Behind(keyOf(rs.Namespace, rs.Name), rs.ResourceVersion, c.cfg.Clock.Now())
-			}
-			c.enqueue(obj)
-		},
-		DeleteFunc: func(obj runtime.Object) {
-			if key, err := informer.KeyOf(informer.DeletedObject(obj)); err == nil {
-				c.expectations.Forget(key)
-				c.written.Forget(key)
-				c.statusMu.Lock()
-				delete(c.statusAt, key)
-				c.statusMu.Unlock()
-			}
-		},
-	})
-	cfg.Pods.AddEventHandler(informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted})
+	c.Controller = reconcile.NewController("replicaset", cfg.Options).
+		For(cfg.ReplicaSetInformer, c.forget).
+		Watches(cfg.PodInformer, c.podEvents).
+		Complete(c)
 	return c
+}
+
+// forget drops what the controller remembers of a deleted ReplicaSet.
+func (c *Controller) forget(key string) {
+	c.expectations.Forget(key)
+	c.written.Forget(key)
+	c.statusMu.Lock()
+	delete(c.statusAt, key)
+	c.statusMu.Unlock()
 }
 
 func (c *Controller) lastStatus(key string) time.Time {
@@ -109,37 +97,12 @@ func (c *Controller) statusWritten(key string, now time.Time) {
 	c.statusAt[key] = now
 }
 
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
-
 func keyOf(namespace, name string) string { return namespace + "/" + name }
 
-func (c *Controller) enqueue(obj runtime.Object) {
-	if key, err := informer.KeyOf(obj); err == nil {
-		c.loop.Add(key)
-	}
-}
-
-func (c *Controller) keys() []string {
-	rss, _ := c.rss.List(nil)
-	keys := make([]string, 0, len(rss))
-	for _, rs := range rss {
-		keys = append(keys, keyOf(rs.Namespace, rs.Name))
-	}
-	return keys
-}
-
-// owner is the key of the ReplicaSet a controller reference names, "" when it names none in
-// the cache (another kind, or a ReplicaSet gone or replaced by one of the same name).
-func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) string {
-	if ref == nil || ref.Kind != Kind.Kind || ref.APIVersion != Kind.GroupVersion().String() {
-		return ""
-	}
-	rs, err := c.rss.Get(namespace, ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return ""
-	}
-	return keyOf(namespace, rs.Name)
+// owner is the key of the ReplicaSet controlling obj, "" when it names none in the cache
+// (another kind, or a ReplicaSet gone or replaced by one of the same name).
+func (c *Controller) owner(obj runtime.Object) string {
+	return reconcile.CachedOwnerKey(c.rss, obj, Kind)
 }
 
 // selecting are the keys of the ReplicaSets whose selector matches pod: who may adopt an orphan.
@@ -155,6 +118,13 @@ func (c *Controller) selecting(pod *corev1.Pod) []string {
 	return keys
 }
 
+// podEvents are the handlers of pod changes: they observe the expectations of the ReplicaSets
+// controlling the pods, and queue those, or the ones that may adopt an orphan. They run once the
+// informers start, after New has built the controller they queue on.
+func (c *Controller) podEvents(reconcile.Queue) informer.Handler {
+	return informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}
+}
+
 func (c *Controller) podAdded(obj runtime.Object) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -165,14 +135,14 @@ func (c *Controller) podAdded(obj runtime.Object) {
 		c.podDeleted(pod)
 		return
 	}
-	if key := c.owner(pod.Namespace, ControllerOf(pod)); key != "" {
+	if key := c.owner(pod); key != "" {
 		c.expectations.CreationObserved(key)
 		c.wake(key)
 		return
 	}
-	if ControllerOf(pod) == nil {
+	if metav1.GetControllerOfNoCopy(pod) == nil {
 		for _, key := range c.selecting(pod) {
-			c.loop.Add(key)
+			c.Add(key)
 		}
 	}
 }
@@ -184,13 +154,13 @@ func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
 		return
 	}
 	podKey := keyOf(pod.Namespace, pod.Name)
-	newOwner := c.owner(pod.Namespace, ControllerOf(pod))
+	newOwner := c.owner(pod)
 	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil && newOwner != "" {
 		// Terminating counts as gone: the replacement starts now.
 		c.expectations.DeletionObserved(newOwner, podKey)
 	}
-	if oldOwner := c.owner(old.Namespace, ControllerOf(old)); oldOwner != "" && oldOwner != newOwner {
-		c.loop.Add(oldOwner)
+	if oldOwner := c.owner(old); oldOwner != "" && oldOwner != newOwner {
+		c.Add(oldOwner)
 	}
 	if newOwner != "" {
 		if counts(old, pod) {
@@ -198,13 +168,13 @@ func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
 		} else {
 			// Only readiness, status or the node changed: the status follows after a pause
 			// that gathers the changes of many pods into one sync.
-			c.loop.Queue.AddAfter(newOwner, settleDelay)
+			c.AddAfter(newOwner, settleDelay)
 		}
 		return
 	}
-	if ControllerOf(pod) == nil && (!labels.Equals(old.Labels, pod.Labels) || ControllerOf(old) != nil) {
+	if metav1.GetControllerOfNoCopy(pod) == nil && (!labels.Equals(old.Labels, pod.Labels) || metav1.GetControllerOfNoCopy(old) != nil) {
 		for _, key := range c.selecting(pod) {
-			c.loop.Add(key)
+			c.Add(key)
 		}
 	}
 }
@@ -214,7 +184,7 @@ func (c *Controller) podDeleted(obj runtime.Object) {
 	if !ok {
 		return
 	}
-	if key := c.owner(pod.Namespace, ControllerOf(pod)); key != "" {
+	if key := c.owner(pod); key != "" {
 		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
 		c.wake(key)
 	}
@@ -229,50 +199,53 @@ const settleDelay = 100 * time.Millisecond
 // settleDelay (the sync would only update status).
 func (c *Controller) wake(key string) {
 	if c.expectations.Satisfied(key, c.cfg.Clock.Now()) {
-		c.loop.Add(key)
+		c.Add(key)
 		return
 	}
-	c.loop.Queue.AddAfter(key, settleDelay)
+	c.AddAfter(key, settleDelay)
 }
 
 // counts reports whether a pod's change bears on how many pods its ReplicaSet has: its labels,
 // its controller, its deletion or its end.
 func counts(old, pod *corev1.Pod) bool {
-	return !labels.Equals(old.Labels, pod.Labels) || ControllerOf(old) == nil != (ControllerOf(pod) == nil) ||
+	controlled := func(p *corev1.Pod) bool { return metav1.GetControllerOfNoCopy(p) != nil }
+	return !labels.Equals(old.Labels, pod.Labels) || controlled(old) != controlled(pod) ||
 		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) || Active(old) != Active(pod)
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile brings the ReplicaSet of key to its spec: adopts and releases pods, creates or
+// deletes the difference once its expectations are met, and writes its status.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	cached, err := c.rss.Get(ns, name)
 	if errors.Is(err, apierror.ErrNotFound) {
 		c.expectations.Forget(key)
-		return nil
+		return reconcile.Result{}, nil
 	} else if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	now := c.cfg.Clock.Now()
 	if c.written.Behind(key, cached.ResourceVersion, now) {
 		// Our last status write is not in the cache: one from the older object would conflict.
-		return reconcile.Requeue{After: 100 * time.Millisecond}
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	rs := cached.DeepCopy()
 	satisfied := c.expectations.Satisfied(key, now)
 	all, err := c.pods.ListNamespace(ns, nil)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	owned, adopt, release, err := Claim(rs, all)
 	if err != nil {
-		return err // the apiserver validates selectors: not reached with what it stores
+		return reconcile.Result{}, err // the apiserver validates selectors: not reached with what it stores
 	}
 	adopted, err := c.adopt(ctx, rs, adopt)
 	owned = append(owned, adopted...)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if err := c.release(ctx, rs, release); err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 
 	var manageErr error
@@ -291,9 +264,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	due, wait := StatusDue(rs, st, c.lastStatus(key), now)
 	if due {
 		rs.Status = st
-		out, err := c.cfg.API.UpdateStatus(ctx, rs)
+		out, err := c.cfg.ReplicaSets.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
-			return errors.Join(manageErr, fmt.Errorf("update status of replicaset %s: %w", key, err))
+			return reconcile.Result{}, errors.Join(manageErr, fmt.Errorf("update status of replicaset %s: %w", key, err))
 		}
 		if err == nil {
 			c.written.Wrote(key, out.ResourceVersion, now)
@@ -301,34 +274,31 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	if manageErr != nil {
-		return manageErr
+		return reconcile.Result{}, manageErr
 	}
 	if wait > 0 && (next == 0 || wait < next) {
 		next = wait
 	}
-	if next > 0 {
-		// A ready pod becomes available then, or a held-back status is due: its counts must
-		// follow.
-		return reconcile.Requeue{After: next}
-	}
-	return nil
+	// A ready pod becomes available after next, or a held-back status is due: its counts must
+	// follow.
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // related are the active pods controlled by rs or by its siblings (ReplicaSets with the same
 // controller, the other revisions of a Deployment): spreading across nodes counts them all.
 func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1.Pod {
 	uids := map[types.UID]bool{rs.UID: true}
-	if owner := ControllerOf(rs); owner != nil {
+	if owner := metav1.GetControllerOfNoCopy(rs); owner != nil {
 		siblings, _ := c.rss.ListNamespace(rs.Namespace, nil)
 		for _, s := range siblings {
-			if o := ControllerOf(s); o != nil && o.UID == owner.UID {
+			if o := metav1.GetControllerOfNoCopy(s); o != nil && o.UID == owner.UID {
 				uids[s.UID] = true
 			}
 		}
 	}
 	var out []*corev1.Pod
 	for _, p := range all {
-		if ref := ControllerOf(p); ref != nil && uids[ref.UID] && Active(p) {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && uids[ref.UID] && Active(p) {
 			out = append(out, p)
 		}
 	}
@@ -342,7 +312,7 @@ func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans [
 	if len(orphans) == 0 {
 		return nil, nil
 	}
-	fresh, err := c.cfg.API.GetReplicaSet(ctx, rs.Namespace, rs.Name)
+	fresh, err := c.cfg.ReplicaSets.Get(ctx, rs.Namespace, rs.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("recheck replicaset %s/%s before adopting: %w", rs.Namespace, rs.Name, err)
 	}
@@ -351,8 +321,7 @@ func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans [
 	}
 	var adopted []*corev1.Pod
 	for _, p := range orphans {
-		refs := append(slices.Clone(p.OwnerReferences), OwnerRef(rs.ObjectMeta, Kind))
-		if err := c.cfg.API.SetPodOwners(ctx, p, refs); err != nil {
+		if _, err := reconcile.Adopt(ctx, c.cfg.Pods, p, OwnerRef(rs.ObjectMeta, Kind)); err != nil {
 			if errors.Is(err, apierror.ErrNotFound) {
 				continue
 			}
@@ -367,8 +336,7 @@ func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans [
 // release drops rs's reference from pods that no longer match its selector.
 func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
 	for _, p := range pods {
-		refs := slices.DeleteFunc(slices.Clone(p.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == rs.UID })
-		if err := c.cfg.API.SetPodOwners(ctx, p, refs); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+		if _, err := reconcile.Release(ctx, c.cfg.Pods, p, rs.UID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
 			return fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		c.log.Debug("released pod", "key", keyOf(rs.Namespace, rs.Name), "pod", p.Name)
@@ -382,7 +350,7 @@ func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []
 func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
 	c.expectations.ExpectCreations(key, n, c.cfg.Clock.Now())
 	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, reconcile.SlowStartParallel, func(ctx context.Context) error {
-		pod, err := c.cfg.API.CreatePod(ctx, PodFromTemplate(rs))
+		pod, err := c.cfg.Pods.Create(ctx, PodFromTemplate(rs), metav1.CreateOptions{})
 		if err != nil {
 			c.expectations.CreationObserved(key)
 			return err
@@ -417,7 +385,7 @@ func (c *Controller) delete(ctx context.Context, key string, rs *appsv1.ReplicaS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.cfg.API.DeletePod(ctx, p.Namespace, p.Name, p.UID)
+			err := c.cfg.Pods.Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			if err == nil {
 				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
 				return

@@ -3,8 +3,6 @@ package replicaset
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,18 +10,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/record"
+	"minik8s.io/shared/reconcile"
 )
 
+// listOf lists objs at the resourceVersion of the newest, as the apiserver would.
 func listOf(objs ...runtime.Object) informer.ListerWatcher {
 	return informer.ListWatchFuncs{
 		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
+			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}
 			for _, o := range objs {
+				list.ResourceVersion = o.(metav1.Object).GetResourceVersion()
 				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
 			}
 			return list, nil
@@ -34,63 +35,48 @@ func listOf(objs ...runtime.Object) informer.ListerWatcher {
 	}
 }
 
-// fakeAPI records the controller's writes; nothing reaches the caches unless a test puts it
-// there, which is how a cache behind the apiserver looks.
-type fakeAPI struct {
-	mu        sync.Mutex
-	creates   int
-	createErr error
-	status    *appsv1.ReplicaSetStatus
-	rs        *appsv1.ReplicaSet
-	made      []*corev1.Pod
+// harness is a controller over caches that show only what a test applies to them, and fake
+// writers that hold what the controller wrote: a cache behind the apiserver.
+type harness struct {
+	c         *Controller
+	rss, pods *informer.Informer
+	rsAPI     *fake.Writer[*appsv1.ReplicaSet]
+	podAPI    *fake.Writer[*corev1.Pod]
 }
 
-func (f *fakeAPI) CreatePod(_ context.Context, p *corev1.Pod) (*corev1.Pod, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.creates++
-	if f.createErr != nil {
-		return nil, f.createErr
-	}
-	out := p.DeepCopy()
-	out.Name = fmt.Sprintf("%s%d", p.GenerateName, f.creates)
-	out.UID = types.UID(out.Name)
-	out.ResourceVersion = fmt.Sprint(100 + f.creates)
-	f.made = append(f.made, out)
-	return out, nil
-}
-func (f *fakeAPI) DeletePod(context.Context, string, string, types.UID) error { return nil }
-func (f *fakeAPI) SetPodOwners(context.Context, *corev1.Pod, []metav1.OwnerReference) error {
-	return nil
-}
-func (f *fakeAPI) GetReplicaSet(context.Context, string, string) (*appsv1.ReplicaSet, error) {
-	return f.rs, nil
-}
-func (f *fakeAPI) UpdateStatus(_ context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st := rs.Status
-	f.status = &st
-	return rs, nil // same resourceVersion: the cache counts as up to date
-}
-
-func (f *fakeAPI) counts() (int, *appsv1.ReplicaSetStatus) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.creates, f.status
-}
-
-func startController(t *testing.T, rs *appsv1.ReplicaSet, api *fakeAPI) (*Controller, *informer.Informer) {
+// start stores rs and pods in the fake API and in the caches, as they are after a list.
+func start(t *testing.T, rs *appsv1.ReplicaSet, pods ...*corev1.Pod) *harness {
 	t.Helper()
-	rss := informer.New(informer.Config{Name: "replicasets", ListerWatcher: listOf(rs), NoWatch: true, RelistPeriod: time.Hour})
-	pods := informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(), NoWatch: true, RelistPeriod: time.Hour})
-	c := New(Config{ReplicaSets: rss, Pods: pods, API: api, Recorder: record.NewFake(100)})
-	go func() { _ = rss.Start(t.Context()) }()
-	go func() { _ = pods.Start(t.Context()) }()
-	if !informer.WaitForSync(t.Context(), rss.HasSynced, pods.HasSynced) {
+	h := &harness{rsAPI: fake.New(func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} }),
+		podAPI: fake.New(func() *corev1.Pod { return &corev1.Pod{} })}
+	rs = h.rsAPI.Put(rs)
+	var stored []runtime.Object
+	for _, p := range pods {
+		stored = append(stored, h.podAPI.Put(p))
+	}
+	h.rss = informer.New(informer.Config{Name: "replicasets", ListerWatcher: listOf(rs), NoWatch: true, RelistPeriod: time.Hour})
+	h.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(stored...), NoWatch: true, RelistPeriod: time.Hour})
+	h.c = New(Config{ReplicaSetInformer: h.rss, PodInformer: h.pods, ReplicaSets: h.rsAPI, Pods: h.podAPI,
+		Recorder: record.NewFake(100)})
+	go func() { _ = h.rss.Start(t.Context()) }()
+	go func() { _ = h.pods.Start(t.Context()) }()
+	if !informer.WaitForSync(t.Context(), h.rss.HasSynced, h.pods.HasSynced) {
 		t.Fatal("caches did not sync")
 	}
-	return c, pods
+	return h
+}
+
+// reconcile runs one sync of ns/web, then lets the ReplicaSet cache catch up with the API (the
+// pod cache stays behind).
+func (h *harness) reconcile(t *testing.T) (reconcile.Result, error) {
+	t.Helper()
+	res, err := h.c.Reconcile(t.Context(), "ns/web")
+	if rs, ok := h.rsAPI.Object("ns", "web"); ok {
+		if _, aerr := h.rss.Apply(watch.Modified, rs); aerr != nil {
+			t.Fatal(aerr)
+		}
+	}
+	return res, err
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -104,39 +90,52 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+func (h *harness) status(t *testing.T) appsv1.ReplicaSetStatus {
+	t.Helper()
+	rs, ok := h.rsAPI.Object("ns", "web")
+	if !ok {
+		t.Fatal("the ReplicaSet is gone from the API")
+	}
+	return rs.Status
+}
+
 // TestSlowCacheCreatesOnce: creations the cache has not shown yet are expected, so syncs in
 // between create nothing more; once the pods arrive, the ReplicaSet is satisfied.
 func TestSlowCacheCreatesOnce(t *testing.T) {
-	rs := newRS(3)
-	rs.ResourceVersion = "10"
-	api := &fakeAPI{rs: rs}
-	c, pods := startController(t, rs, api)
+	h := start(t, newRS(3))
 	key := "ns/web"
 	for range 3 {
-		if err := c.sync(t.Context(), key); err != nil {
-			t.Fatalf("sync: %v", err)
+		if _, err := h.reconcile(t); err != nil {
+			t.Fatalf("reconcile: %v", err)
 		}
 	}
-	if n, _ := api.counts(); n != 3 {
+	if n := len(h.podAPI.CallsOf(fake.VerbCreate)); n != 3 {
 		t.Fatalf("%d pods created over three syncs with a cache showing none, want 3", n)
 	}
-	if c.expectations.Satisfied(key, time.Now()) {
+	if h.c.expectations.Satisfied(key, time.Now()) {
 		t.Fatal("expectations satisfied before the cache showed the pods")
 	}
-	for _, p := range api.made {
-		if _, err := pods.Apply(watch.Added, p); err != nil {
+	for _, p := range h.podAPI.Objects() {
+		if _, err := h.pods.Apply(watch.Added, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the creations to be observed", func() bool { return c.expectations.Satisfied(key, time.Now()) })
-	if err := c.sync(t.Context(), key); err != nil {
-		t.Fatalf("sync: %v", err)
+	eventually(t, "the creations to be observed", func() bool { return h.c.expectations.Satisfied(key, time.Now()) })
+	res, err := h.reconcile(t)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
 	}
-	n, st := api.counts()
-	if n != 3 {
+	if res.RequeueAfter > 0 {
+		// The counts rose right after the first status write: the next is held back a while.
+		time.Sleep(res.RequeueAfter)
+		if _, err := h.reconcile(t); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
+	if n := len(h.podAPI.CallsOf(fake.VerbCreate)); n != 3 {
 		t.Errorf("%d pods created once the cache caught up, want still 3", n)
 	}
-	if st == nil || st.Replicas != 3 {
+	if st := h.status(t); st.Replicas != 3 {
 		t.Errorf("status %+v, want 3 replicas", st)
 	}
 }
@@ -144,23 +143,58 @@ func TestSlowCacheCreatesOnce(t *testing.T) {
 // TestFailedCreationsSlowStart: a creation that fails stops the batch after the first pod,
 // sets ReplicaFailure, and leaves nothing expected, so the next sync tries again.
 func TestFailedCreationsSlowStart(t *testing.T) {
-	rs := newRS(10)
-	rs.ResourceVersion = "10"
-	api := &fakeAPI{rs: rs, createErr: errors.New(`pods "web-" is forbidden: exceeded quota`)}
-	c, _ := startController(t, rs, api)
-	err := c.sync(t.Context(), "ns/web")
-	if err == nil {
-		t.Fatal("sync succeeded with every creation failing")
+	h := start(t, newRS(10))
+	h.podAPI.FailNext(fake.VerbCreate, errors.New(`pods "web-" is forbidden: exceeded quota`))
+	if _, err := h.reconcile(t); err == nil {
+		t.Fatal("reconcile succeeded with every creation failing")
 	}
-	n, st := api.counts()
-	if n != 1 {
+	if n := len(h.podAPI.CallsOf(fake.VerbCreate)); n != 1 {
 		t.Errorf("%d creations attempted, want 1 (slow start stops after the first batch fails)", n)
 	}
-	if st == nil || len(st.Conditions) != 1 || st.Conditions[0].Type != appsv1.ReplicaSetReplicaFailure ||
+	st := h.status(t)
+	if len(st.Conditions) != 1 || st.Conditions[0].Type != appsv1.ReplicaSetReplicaFailure ||
 		st.Conditions[0].Reason != ReasonFailedCreate || st.Conditions[0].Message == "" {
 		t.Errorf("status %+v, want a ReplicaFailure condition FailedCreate with the error", st)
 	}
-	if !c.expectations.Satisfied("ns/web", time.Now()) {
+	if !h.c.expectations.Satisfied("ns/web", time.Now()) {
 		t.Error("failed creations are still expected: the ReplicaSet would wait 5 minutes")
+	}
+}
+
+// TestAdoptAndRelease: a matching orphan gets rs as controller and a pod rs controls whose
+// labels stopped matching loses it, each in a patch guarded by the pod's uid and
+// resourceVersion; an adopted pod counts, so nothing is created for it.
+func TestAdoptAndRelease(t *testing.T) {
+	rs := newRS(1)
+	orphan := pod("orphan")
+	strayed := pod("strayed", ownedBy(rs.UID), func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} })
+	h := start(t, rs, orphan, strayed)
+	if _, err := h.reconcile(t); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if n := len(h.podAPI.CallsOf(fake.VerbCreate)); n != 0 {
+		t.Errorf("%d pods created, want none: the adopted orphan is the one replica", n)
+	}
+	adopted, _ := h.podAPI.Object("ns", "orphan")
+	if ref := metav1.GetControllerOfNoCopy(adopted); ref == nil || ref.UID != rs.UID || ref.Kind != Kind.Kind {
+		t.Errorf("orphan's owners %+v, want rs as controller", adopted.OwnerReferences)
+	}
+	released, _ := h.podAPI.Object("ns", "strayed")
+	if len(released.OwnerReferences) != 0 {
+		t.Errorf("strayed pod's owners %+v, want none", released.OwnerReferences)
+	}
+	patches := h.podAPI.CallsOf(fake.VerbPatch)
+	if len(patches) != 2 {
+		t.Errorf("%d patches of pods, want 2 (adopt, release)", len(patches))
+	}
+	for _, call := range patches {
+		// The fake refuses a patch whose uid or resourceVersion is not the stored one: a patch
+		// that went through carried the pod's own.
+		if call.Object == nil {
+			t.Errorf("patch of %s refused: %s", call.Name, call.Patch)
+		}
+	}
+	if st := h.status(t); st.Replicas != 1 {
+		t.Errorf("status %+v, want 1 replica", st)
 	}
 }

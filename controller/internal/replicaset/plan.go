@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/shared/podstatus"
 )
 
 // BurstReplicas caps how many pods one sync creates or deletes, as Kubernetes' controller does:
@@ -32,7 +34,7 @@ func Claim(rs *appsv1.ReplicaSet, pods []*corev1.Pod) (owned, adopt, release []*
 	deleting := rs.DeletionTimestamp != nil
 	for _, p := range pods {
 		matches := !sel.Empty() && sel.Matches(labels.Set(p.Labels))
-		ref := ControllerOf(p)
+		ref := metav1.GetControllerOfNoCopy(p)
 		switch {
 		case ref != nil && ref.UID == rs.UID:
 			if matches {
@@ -106,10 +108,10 @@ func Status(rs *appsv1.ReplicaSet, owned []*corev1.Pod, manageErr error, failedC
 		if tmpl.AsSelector().Matches(labels.Set(p.Labels)) {
 			st.FullyLabeledReplicas++
 		}
-		if Ready(p) {
+		if podstatus.Ready(p) {
 			st.ReadyReplicas++
 		}
-		if ok, wait := Available(p, rs.Spec.MinReadySeconds, now); ok {
+		if ok, wait := podstatus.Available(p, rs.Spec.MinReadySeconds, now); ok {
 			st.AvailableReplicas++
 		} else if wait > 0 && (next == 0 || wait < next) {
 			next = wait

@@ -281,7 +281,7 @@ func TestPodFromTemplate(t *testing.T) {
 	if diff := cmp.Diff(rs.Spec.Template.Labels, p.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	ref := ControllerOf(p)
+	ref := metav1.GetControllerOfNoCopy(p)
 	if ref == nil || ref.UID != rs.UID || ref.Kind != "ReplicaSet" || ref.APIVersion != "apps/v1" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		t.Errorf("controller reference %+v", ref)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/shared/podstatus"
 )
 
 // phaseOrder ranks phases for deletion: Pending first, then Unknown, then Running.
@@ -30,10 +32,10 @@ func RankForDeletion(pods []*corev1.Pod, related []*corev1.Pod) {
 			// Unassigned first.
 			cmp.Compare(boolOrder(a.Spec.NodeName != ""), boolOrder(b.Spec.NodeName != "")),
 			cmp.Compare(phaseOrder[a.Status.Phase], phaseOrder[b.Status.Phase]),
-			cmp.Compare(boolOrder(Ready(a)), boolOrder(Ready(b))),
+			cmp.Compare(boolOrder(podstatus.Ready(a)), boolOrder(podstatus.Ready(b))),
 			// More siblings on its node first.
 			cmp.Compare(colocated[b.Spec.NodeName], colocated[a.Spec.NodeName]),
-			newerFirst(readySince(a), readySince(b), Ready(a) && Ready(b)),
+			newerFirst(podstatus.ReadySince(a), podstatus.ReadySince(b), podstatus.Ready(a) && podstatus.Ready(b)),
 			cmp.Compare(restarts(b), restarts(a)),
 			newerFirst(a.CreationTimestamp.Time, b.CreationTimestamp.Time, true),
 		)
