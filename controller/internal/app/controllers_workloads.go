@@ -61,13 +61,13 @@ func newTTLAfterFinished(c *Context) run.Runnable {
 
 func newDeployments(c *Context) run.Runnable {
 	return deployment.New(deployment.Config{
-		Deployments: c.Informers.For(informer.Deployments, nil),
-		ReplicaSets: c.Informers.For(informer.ReplicaSets, nil),
-		Pods:        c.Informers.Pods(),
-		API:         deployment.ClientAPI(c.Client),
-		Recorder:    c.Recorder,
-		Workers:     c.Config.DeploymentWorkers,
-		Logger:      c.Logger,
+		DeploymentInformer: c.Informers.For(informer.Deployments, nil),
+		ReplicaSetInformer: c.Informers.For(informer.ReplicaSets, nil),
+		PodInformer:        c.Informers.Pods(),
+		Deployments:        client.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](c.Client),
+		ReplicaSets:        client.MustFor[*appsv1.ReplicaSet, *appsv1.ReplicaSetList](c.Client),
+		Recorder:           c.Recorder,
+		Options:            reconcile.Options{Workers: c.Config.DeploymentWorkers, Logger: c.Logger},
 	})
 }
 

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,34 +15,39 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
+
+// Recorder reports events; shared/record's Recorder and Fake satisfy it.
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
 
 // Config wires a Controller.
 type Config struct {
-	// Deployments, ReplicaSets and Pods are the shared informers.
-	Deployments, ReplicaSets, Pods *informer.Informer
-	API                            API
-	Recorder                       Recorder
-	Workers                        int
-	// Resync is how often every Deployment is reconciled again whatever the events said.
-	Resync time.Duration
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// DeploymentInformer, ReplicaSetInformer and PodInformer are the shared caches.
+	DeploymentInformer, ReplicaSetInformer, PodInformer *informer.Informer
+	Deployments                                         client.Writer[*appsv1.Deployment]
+	ReplicaSets                                         client.Writer[*appsv1.ReplicaSet]
+	Recorder                                            Recorder
+	// Options' Resync is how often every Deployment is reconciled again whatever the events
+	// said.
+	reconcile.Options
 }
 
 // Controller rolls Deployments out through their ReplicaSets. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg  Config
 	ds   informer.Lister[*appsv1.Deployment]
 	rss  informer.Lister[*appsv1.ReplicaSet]
 	pods informer.Lister[*corev1.Pod]
-	loop *reconcile.Loop
 	// written holds the controller's last writes of Deployments (by key) and ReplicaSets
 	// (by "rs:" key) until the cache shows them; rsWrites lists a Deployment's.
 	written  reconcile.Written
@@ -52,116 +58,72 @@ type Controller struct {
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Options = cfg.Options.WithDefaults()
 	c := &Controller{
 		cfg:      cfg,
-		ds:       informer.NewLister[*appsv1.Deployment](cfg.Deployments.Store()),
-		rss:      informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSets.Store()),
-		pods:     informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		ds:       informer.NewLister[*appsv1.Deployment](cfg.DeploymentInformer.Store()),
+		rss:      informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSetInformer.Store()),
+		pods:     informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		rsWrites: map[string][]string{},
 		log:      cfg.Logger.With("controller", "deployment"),
 	}
-	c.loop = reconcile.New("deployment", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.Deployments.HasSynced, cfg.ReplicaSets.HasSynced, cfg.Pods.HasSynced}
-	c.loop.Tune(cfg.Workers, cfg.Resync)
-	cfg.Deployments.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(_, obj runtime.Object) {
-			if d, ok := obj.(*appsv1.Deployment); ok {
-				c.written.Behind(keyOf(d.Namespace, d.Name), d.ResourceVersion, c.cfg.Clock.Now())
-			}
-			c.enqueue(obj)
-		},
-		DeleteFunc: func(obj runtime.Object) { c.enqueue(informer.DeletedObject(obj)) },
-	})
-	cfg.ReplicaSets.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    func(obj runtime.Object) { c.rsChanged(nil, obj) },
-		UpdateFunc: c.rsChanged,
-		DeleteFunc: func(obj runtime.Object) { c.rsChanged(nil, informer.DeletedObject(obj)) },
-	})
-	// A pod gone can let a Recreate rollout go on.
-	cfg.Pods.AddEventHandler(informer.HandlerFuncs{DeleteFunc: c.podDeleted})
+	c.Controller = reconcile.NewController("deployment", cfg.Options).
+		For(cfg.DeploymentInformer).
+		Map(cfg.ReplicaSetInformer, c.deploymentsOf).
+		// A pod gone can let a Recreate rollout go on.
+		Watches(cfg.PodInformer, func(q reconcile.Queue) informer.Handler {
+			return informer.HandlerFuncs{DeleteFunc: func(obj runtime.Object) {
+				if key := c.podDeployment(informer.DeletedObject(obj)); key != "" {
+					q.Add(key)
+				}
+			}}
+		}).
+		Complete(c)
 	return c
 }
 
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
-
 func keyOf(namespace, name string) string { return namespace + "/" + name }
 
-func (c *Controller) enqueue(obj runtime.Object) {
-	if key, err := informer.KeyOf(obj); err == nil {
-		c.loop.Add(key)
-	}
+// owner is the key of the Deployment controlling obj, "" when none in the cache.
+func (c *Controller) owner(obj runtime.Object) string {
+	return reconcile.CachedOwnerKey(c.ds, obj, Kind)
 }
 
-func (c *Controller) keys() []string {
-	ds, _ := c.ds.List(nil)
-	keys := make([]string, 0, len(ds))
+// deploymentsOf are the keys of the Deployment controlling a ReplicaSet, or for an orphan, of
+// the Deployments that may adopt it.
+func (c *Controller) deploymentsOf(obj runtime.Object) []string {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return nil
+	}
+	if metav1.GetControllerOfNoCopy(rs) != nil {
+		if key := c.owner(rs); key != "" {
+			return []string{key}
+		}
+		return nil
+	}
+	ds, _ := c.ds.ListNamespace(rs.Namespace, nil)
+	var keys []string
 	for _, d := range ds {
-		keys = append(keys, keyOf(d.Namespace, d.Name))
+		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+			keys = append(keys, keyOf(d.Namespace, d.Name))
+		}
 	}
 	return keys
 }
 
-// owner is the key of the Deployment a controller reference names, "" when none in the cache.
-func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) string {
-	if ref == nil || ref.Kind != Kind.Kind || ref.APIVersion != Kind.GroupVersion().String() {
+// podDeployment is the key of the Deployment whose ReplicaSet controls pod, "" when none.
+func (c *Controller) podDeployment(obj runtime.Object) string {
+	ref := reconcile.ControllerOf(obj, replicaset.Kind)
+	pod, ok := obj.(*corev1.Pod)
+	if ref == nil || !ok {
 		return ""
 	}
-	d, err := c.ds.Get(namespace, ref.Name)
-	if err != nil || d.UID != ref.UID {
+	rs, err := c.rss.Get(pod.Namespace, ref.Name)
+	if err != nil {
 		return ""
 	}
-	return keyOf(namespace, d.Name)
-}
-
-func (c *Controller) rsChanged(oldObj, obj runtime.Object) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return
-	}
-	c.written.Behind("rs:"+keyOf(rs.Namespace, rs.Name), rs.ResourceVersion, c.cfg.Clock.Now())
-	keys := []string{c.owner(rs.Namespace, metav1.GetControllerOfNoCopy(rs))}
-	if old, ok := oldObj.(*appsv1.ReplicaSet); ok {
-		keys = append(keys, c.owner(old.Namespace, metav1.GetControllerOfNoCopy(old)))
-	}
-	if metav1.GetControllerOfNoCopy(rs) == nil {
-		// An orphan: the Deployments that may adopt it.
-		ds, _ := c.ds.ListNamespace(rs.Namespace, nil)
-		for _, d := range ds {
-			if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-				keys = append(keys, keyOf(d.Namespace, d.Name))
-			}
-		}
-	}
-	for _, k := range keys {
-		if k != "" {
-			c.loop.Add(k)
-		}
-	}
-}
-
-func (c *Controller) podDeleted(obj runtime.Object) {
-	pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.Kind != replicaset.Kind.Kind {
-		return
-	}
-	if rs, err := c.rss.Get(pod.Namespace, ref.Name); err == nil {
-		if key := c.owner(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); key != "" {
-			c.loop.Add(key)
-		}
-	}
+	return c.owner(rs)
 }
 
 // behind reports whether the cache has yet to show one of the controller's writes for key.
@@ -199,7 +161,9 @@ func (c *Controller) wroteRS(key string, rs *appsv1.ReplicaSet, now time.Time) {
 	}
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile rolls the Deployment of key one step on: claims its ReplicaSets, then creates,
+// scales and deletes them as Decide says and writes the revision and the status.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	cached, err := c.ds.Get(ns, name)
 	if errors.Is(err, apierror.ErrNotFound) {
@@ -207,14 +171,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.mu.Lock()
 		delete(c.rsWrites, key)
 		c.mu.Unlock()
-		return nil
+		return reconcile.Result{}, nil
 	} else if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	now := c.cfg.Clock.Now()
 	if c.behind(key, cached, now) {
 		// Deciding from objects older than our own writes would undo them or conflict.
-		return reconcile.Requeue{After: 100 * time.Millisecond}
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	d := cached.DeepCopy()
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
@@ -223,13 +187,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.cfg.Recorder.Eventf(d, corev1.EventTypeWarning, ReasonSelectingAll, "This deployment is selecting all pods. A non-empty selector is required.")
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
-			return c.writeStatus(ctx, key, d, now)
+			return reconcile.Result{}, c.writeStatus(ctx, key, d, now)
 		}
-		return nil
+		return reconcile.Result{}, nil
 	}
 	owned, err := c.claim(ctx, d, sel)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	var pods []*corev1.Pod
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
@@ -266,13 +230,12 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment, sel labels
 				owned = append(owned, rs)
 			}
 		case ref != nil && ref.UID == d.UID && d.DeletionTimestamp == nil:
-			refs := slices.DeleteFunc(slices.Clone(rs.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == d.UID })
-			if _, err := c.cfg.API.SetReplicaSetOwners(ctx, rs, refs); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			if _, err := reconcile.Release(ctx, c.cfg.ReplicaSets, rs, d.UID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
 				return nil, fmt.Errorf("release replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 			}
 		case ref == nil && matches && d.DeletionTimestamp == nil && rs.DeletionTimestamp == nil:
 			if !rechecked {
-				fresh, err := c.cfg.API.GetDeployment(ctx, d.Namespace, d.Name)
+				fresh, err := c.cfg.Deployments.Get(ctx, d.Namespace, d.Name, metav1.GetOptions{})
 				if err != nil {
 					return nil, fmt.Errorf("recheck deployment before adopting: %w", err)
 				}
@@ -281,7 +244,7 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment, sel labels
 				}
 				rechecked = true
 			}
-			out, err := c.cfg.API.SetReplicaSetOwners(ctx, rs, append(slices.Clone(rs.OwnerReferences), ownerRef(d)))
+			out, err := reconcile.Adopt(ctx, c.cfg.ReplicaSets, rs, ownerRef(d))
 			if err != nil {
 				if errors.Is(err, apierror.ErrNotFound) {
 					continue
@@ -294,9 +257,9 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment, sel labels
 	return owned, nil
 }
 
-func (c *Controller) apply(ctx context.Context, key string, d *appsv1.Deployment, plan Plan, now time.Time) error {
+func (c *Controller) apply(ctx context.Context, key string, d *appsv1.Deployment, plan Plan, now time.Time) (reconcile.Result, error) {
 	if plan.Create != nil {
-		out, err := c.cfg.API.CreateReplicaSet(ctx, plan.Create)
+		out, err := c.cfg.ReplicaSets.Create(ctx, plan.Create, metav1.CreateOptions{})
 		switch {
 		case errors.Is(err, apierror.ErrAlreadyExists):
 			return c.collision(ctx, key, d, plan.Create, now)
@@ -306,23 +269,23 @@ func (c *Controller) apply(ctx context.Context, key string, d *appsv1.Deployment
 			if hasDeadline(d) {
 				setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonFailedRSCreate, msg, now))
 				if werr := c.writeStatus(ctx, key, d, now); werr != nil {
-					return errors.Join(err, werr)
+					return reconcile.Result{}, errors.Join(err, werr)
 				}
 			}
-			return fmt.Errorf("create replicaset %s/%s: %w", d.Namespace, plan.Create.Name, err)
+			return reconcile.Result{}, fmt.Errorf("create replicaset %s/%s: %w", d.Namespace, plan.Create.Name, err)
 		}
 		c.wroteRS(key, out, now)
 	}
 	for _, rs := range plan.Update {
-		out, err := c.cfg.API.UpdateReplicaSet(ctx, rs)
+		out, err := c.cfg.ReplicaSets.Update(ctx, rs, metav1.UpdateOptions{})
 		if err != nil {
-			return fmt.Errorf("update replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+			return reconcile.Result{}, fmt.Errorf("update replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
 		c.wroteRS(key, out, now)
 	}
 	for _, rs := range plan.Delete {
-		if err := c.cfg.API.DeleteReplicaSet(ctx, rs.Namespace, rs.Name, rs.UID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
-			return fmt.Errorf("delete old replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+		if err := c.cfg.ReplicaSets.Delete(ctx, rs.Namespace, rs.Name, inBackground(rs.UID)); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			return reconcile.Result{}, fmt.Errorf("delete old replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
 		c.log.Debug("deleted old replicaset", "key", key, "replicaset", rs.Name)
 	}
@@ -330,9 +293,9 @@ func (c *Controller) apply(ctx context.Context, key string, d *appsv1.Deployment
 		c.cfg.Recorder.Eventf(d, e.Type, e.Reason, "%s", e.Message)
 	}
 	if plan.Revision != "" {
-		out, err := c.cfg.API.SetDeploymentAnnotation(ctx, d, RevisionAnnotation, plan.Revision)
+		out, err := setAnnotation(ctx, c.cfg.Deployments, d, RevisionAnnotation, plan.Revision)
 		if err != nil {
-			return fmt.Errorf("set revision of deployment %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("set revision of deployment %s: %w", key, err)
 		}
 		c.written.Wrote(key, out.ResourceVersion, now)
 		d.ResourceVersion = out.ResourceVersion
@@ -340,26 +303,23 @@ func (c *Controller) apply(ctx context.Context, key string, d *appsv1.Deployment
 	if plan.Status != nil {
 		d.Status = *plan.Status
 		if err := c.writeStatus(ctx, key, d, now); err != nil {
-			return err
+			return reconcile.Result{}, err
 		}
 	}
-	if plan.RequeueAfter > 0 {
-		return reconcile.Requeue{After: plan.RequeueAfter}
-	}
-	return nil
+	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
 // collision handles a new ReplicaSet whose name is taken: by d's own ReplicaSet of the same
 // template (the cache had not shown it yet: look again), or by another object, when the
 // collision count goes up so that the next hash, and name, differ.
-func (c *Controller) collision(ctx context.Context, key string, d *appsv1.Deployment, want *appsv1.ReplicaSet, now time.Time) error {
-	existing, err := c.cfg.API.GetReplicaSet(ctx, want.Namespace, want.Name)
+func (c *Controller) collision(ctx context.Context, key string, d *appsv1.Deployment, want *appsv1.ReplicaSet, now time.Time) (reconcile.Result, error) {
+	existing, err := c.cfg.ReplicaSets.Get(ctx, want.Namespace, want.Name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read replicaset %s after a name clash: %w", want.Name, err)
+		return reconcile.Result{}, fmt.Errorf("read replicaset %s after a name clash: %w", want.Name, err)
 	}
 	if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == d.UID && EqualIgnoreHash(&existing.Spec.Template, &d.Spec.Template) {
 		c.wroteRS(key, existing, now)
-		return reconcile.Requeue{After: 100 * time.Millisecond}
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	n := int32(0)
 	if d.Status.CollisionCount != nil {
@@ -368,13 +328,13 @@ func (c *Controller) collision(ctx context.Context, key string, d *appsv1.Deploy
 	n++
 	d.Status.CollisionCount = &n
 	if err := c.writeStatus(ctx, key, d, now); err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
-	return fmt.Errorf("replicaset name %s is taken by another object: collision count now %d", want.Name, n)
+	return reconcile.Result{}, fmt.Errorf("replicaset name %s is taken by another object: collision count now %d", want.Name, n)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, key string, d *appsv1.Deployment, now time.Time) error {
-	out, err := c.cfg.API.UpdateDeploymentStatus(ctx, d)
+	out, err := c.cfg.Deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	if errors.Is(err, apierror.ErrNotFound) {
 		return nil
 	}
@@ -383,4 +343,19 @@ func (c *Controller) writeStatus(ctx context.Context, key string, d *appsv1.Depl
 	}
 	c.written.Wrote(key, out.ResourceVersion, now)
 	return nil
+}
+
+// inBackground deletes the object with uid, its dependents after it.
+func inBackground(uid types.UID) metav1.DeleteOptions {
+	bg := metav1.DeletePropagationBackground
+	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &bg}
+}
+
+// setAnnotation sets one annotation of d in a merge patch.
+func setAnnotation(ctx context.Context, w client.Writer[*appsv1.Deployment], d *appsv1.Deployment, key, value string) (*appsv1.Deployment, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if err != nil {
+		return nil, err
+	}
+	return w.Patch(ctx, d.Namespace, d.Name, types.MergePatchType, patch)
 }
