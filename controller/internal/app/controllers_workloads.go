@@ -4,6 +4,7 @@ package app
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/controller/internal/deployment"
@@ -43,11 +44,12 @@ func newReplicaSets(c *Context) run.Runnable {
 
 func newJobs(c *Context) run.Runnable {
 	return job.New(job.Config{
-		Jobs:     c.Informers.For(informer.Jobs, nil),
-		Pods:     c.Informers.For(informer.Pods, informer.Indexers{job.PodJobIndex: job.PodJobIndexFunc}),
-		API:      job.ClientAPI(c.Client),
-		Recorder: c.Recorder,
-		Logger:   c.Logger,
+		JobInformer: c.Informers.For(informer.Jobs, nil),
+		PodInformer: c.Informers.For(informer.Pods, informer.Indexers{job.PodJobIndex: job.PodJobIndexFunc}),
+		Jobs:        client.MustFor[*batchv1.Job, *batchv1.JobList](c.Client),
+		Pods:        client.MustFor[*corev1.Pod, *corev1.PodList](c.Client),
+		Recorder:    c.Recorder,
+		Options:     reconcile.Options{Logger: c.Logger},
 	})
 }
 

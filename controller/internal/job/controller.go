@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -15,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // PodJobIndex files pods under the uid of the Job that controls them.
@@ -29,125 +28,83 @@ func PodJobIndexFunc(obj runtime.Object) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("pod job index: got %T", obj)
 	}
-	if ref := jobRef(pod); ref != nil {
+	if ref := reconcile.ControllerOf(pod, Kind); ref != nil {
 		return []string{string(ref.UID)}, nil
 	}
 	return nil, nil
 }
 
-func jobRef(pod *corev1.Pod) *metav1.OwnerReference {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != Kind.Kind || ref.APIVersion != Kind.GroupVersion().String() {
-		return nil
-	}
-	return ref
+// Recorder reports events; shared/record's Recorder and Fake satisfy it.
+type Recorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
 }
 
 // Config wires a Controller.
 type Config struct {
-	// Jobs and Pods are the shared informers; Pods has PodJobIndex.
-	Jobs, Pods *informer.Informer
-	API        API
-	Recorder   Recorder
-	Workers    int
-	Resync     time.Duration
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// JobInformer and PodInformer are the shared caches; PodInformer has PodJobIndex.
+	JobInformer, PodInformer *informer.Informer
+	Jobs                     client.Writer[*batchv1.Job]
+	Pods                     client.Writer[*corev1.Pod]
+	Recorder                 Recorder
+	reconcile.Options
 }
 
 // Controller runs Jobs. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg          Config
 	jobs         informer.Lister[*batchv1.Job]
 	pods         informer.Lister[*corev1.Pod]
-	loop         *reconcile.Loop
 	expectations reconcile.Expectations
 	written      reconcile.Written
-	log          *slog.Logger
 }
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Options = cfg.Options.WithDefaults()
 	c := &Controller{
 		cfg:  cfg,
-		jobs: informer.NewLister[*batchv1.Job](cfg.Jobs.Store()),
-		pods: informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
-		log:  cfg.Logger.With("controller", "job"),
+		jobs: informer.NewLister[*batchv1.Job](cfg.JobInformer.Store()),
+		pods: informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 	}
-	c.loop = reconcile.New("job", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.Jobs.HasSynced, cfg.Pods.HasSynced}
-	c.loop.Tune(cfg.Workers, cfg.Resync)
-	cfg.Jobs.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(_, obj runtime.Object) {
-			if j, ok := obj.(*batchv1.Job); ok {
-				c.written.Behind(keyOf(j.Namespace, j.Name), j.ResourceVersion, c.cfg.Clock.Now())
-			}
-			c.enqueue(obj)
-		},
-		DeleteFunc: func(obj runtime.Object) {
-			if key, err := informer.KeyOf(informer.DeletedObject(obj)); err == nil {
-				c.expectations.Forget(key)
-				c.written.Forget(key)
-			}
-		},
-	})
-	cfg.Pods.AddEventHandler(informer.HandlerFuncs{
+	c.Controller = reconcile.NewController("job", cfg.Options).
+		For(cfg.JobInformer, c.expectations.Forget, c.written.Forget).
+		Watches(cfg.PodInformer, c.podEvents).
+		// Finished Jobs are left out of the resync: nothing brings them back.
+		Keys(c.keys).
+		Complete(c)
+	return c
+}
+
+// podEvents queue the Job controlling a changed pod, observing its creation or deletion.
+func (c *Controller) podEvents(q reconcile.Queue) informer.Handler {
+	return informer.HandlerFuncs{
 		AddFunc: func(obj runtime.Object) {
-			if key := c.jobOf(obj); key != "" {
+			if key := reconcile.OwnerKey(obj, Kind); key != "" {
 				c.expectations.CreationObserved(key)
-				c.loop.Add(key)
+				q.Add(key)
 			}
 		},
 		UpdateFunc: func(_, obj runtime.Object) {
-			if key := c.jobOf(obj); key != "" {
+			if key := reconcile.OwnerKey(obj, Kind); key != "" {
 				if pod := obj.(*corev1.Pod); pod.DeletionTimestamp != nil {
 					c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
 				}
-				c.loop.Add(key)
+				q.Add(key)
 			}
 		},
 		DeleteFunc: func(obj runtime.Object) {
 			obj = informer.DeletedObject(obj)
-			if key := c.jobOf(obj); key != "" {
+			if key := reconcile.OwnerKey(obj, Kind); key != "" {
 				pod := obj.(*corev1.Pod)
 				c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-				c.loop.Add(key)
+				q.Add(key)
 			}
 		},
-	})
-	return c
+	}
 }
-
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 func keyOf(namespace, name string) string { return namespace + "/" + name }
-
-func (c *Controller) enqueue(obj runtime.Object) {
-	if key, err := informer.KeyOf(obj); err == nil {
-		c.loop.Add(key)
-	}
-}
-
-// jobOf is the key of the Job controlling a pod, "" for other pods.
-func (c *Controller) jobOf(obj runtime.Object) string {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return ""
-	}
-	if ref := jobRef(pod); ref != nil {
-		return keyOf(pod.Namespace, ref.Name)
-	}
-	return ""
-}
 
 func (c *Controller) keys() []string {
 	jobs, _ := c.jobs.List(nil)
@@ -160,53 +117,52 @@ func (c *Controller) keys() []string {
 	return keys
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile runs the Job of key: deletes and creates pods as Decide says, once the cache shows
+// the last ones, and writes its status.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	cached, err := c.jobs.Get(ns, name)
 	if errors.Is(err, apierror.ErrNotFound) {
 		c.expectations.Forget(key)
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	now := c.cfg.Clock.Now()
 	if cached.DeletionTimestamp != nil {
-		return nil // its pods go with it (garbage collector)
+		return reconcile.Result{}, nil // its pods go with it (garbage collector)
 	}
 	if c.written.Behind(key, cached.ResourceVersion, now) {
-		return reconcile.Requeue{After: 100 * time.Millisecond}
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	if !c.expectations.Satisfied(key, now) {
-		return nil // the pods' events queue the Job again
+		return reconcile.Result{}, nil // the pods' events queue the Job again
 	}
 	pods, err := c.pods.ByIndex(PodJobIndex, string(cached.UID))
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	job := cached.DeepCopy()
 	plan := Decide(job, pods, now)
 	if err := c.delete(ctx, key, job, plan.Delete); err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	created, createErr := c.create(ctx, key, job, plan)
 	plan.Status.Active += int32(created)
 	if !equality.Semantic.DeepEqual(plan.Status, job.Status) {
 		c.events(job, plan.Status)
 		job.Status = plan.Status
-		out, err := c.cfg.API.UpdateStatus(ctx, job)
+		out, err := c.cfg.Jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{})
 		if err != nil {
-			return fmt.Errorf("update status of job %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("update status of job %s: %w", key, err)
 		}
 		c.written.Wrote(key, out.ResourceVersion, now)
 	}
 	if createErr != nil {
-		return createErr
+		return reconcile.Result{}, createErr
 	}
-	if plan.After > 0 {
-		return reconcile.Requeue{After: plan.After}
-	}
-	return nil
+	return reconcile.Result{RequeueAfter: plan.After}, nil
 }
 
 // events reports the Job finishing, once, when its status first says so.
@@ -244,7 +200,7 @@ func (c *Controller) create(ctx context.Context, key string, job *batchv1.Job, p
 			next++
 			mu.Unlock()
 		}
-		pod, err := c.cfg.API.CreatePod(ctx, PodFromTemplate(job, index))
+		pod, err := c.cfg.Pods.Create(ctx, PodFromTemplate(job, index), metav1.CreateOptions{})
 		if err != nil {
 			c.expectations.CreationObserved(key)
 			return err
@@ -281,7 +237,7 @@ func (c *Controller) delete(ctx context.Context, key string, job *batchv1.Job, p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.cfg.API.DeletePod(ctx, p.Namespace, p.Name, p.UID)
+			err := c.cfg.Pods.Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 			if err == nil {
 				c.cfg.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 				return

@@ -11,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/shared/podstatus"
 )
 
 // Back-off between re-creations after failures, as Kubernetes': 10 s, doubled per
@@ -55,16 +57,7 @@ func Finished(job *batchv1.Job) (batchv1.JobConditionType, bool) {
 
 // active pods run or wait to run: not finished and not being deleted.
 func active(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.DeletionTimestamp == nil && !podstatus.Finished(p)
 }
 
 // Index is the completion index of an Indexed Job's pod, -1 when it has none.
@@ -146,7 +139,7 @@ func Count(pods []*corev1.Pod) Counts {
 			c.Failed = append(c.Failed, p)
 		case active(p):
 			c.Active = append(c.Active, p)
-			if ready(p) {
+			if podstatus.Ready(p) {
 				c.Ready = append(c.Ready, p)
 			}
 			if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
@@ -317,7 +310,7 @@ func rankForDeletion(pods []*corev1.Pod) []*corev1.Pod {
 			return 0
 		case p.Status.Phase == corev1.PodPending:
 			return 1
-		case !ready(p):
+		case !podstatus.Ready(p):
 			return 2
 		}
 		return 3
