@@ -55,9 +55,9 @@ func newJobs(c *Context) run.Runnable {
 
 func newTTLAfterFinished(c *Context) run.Runnable {
 	return ttlafterfinished.New(ttlafterfinished.Config{
-		Jobs:   c.Informers.For(informer.Jobs, nil),
-		API:    ttlafterfinished.ClientAPI(c.Client),
-		Logger: c.Logger,
+		JobInformer: c.Informers.For(informer.Jobs, nil),
+		Jobs:        client.MustFor[*batchv1.Job, *batchv1.JobList](c.Client),
+		Options:     reconcile.Options{Logger: c.Logger},
 	})
 }
 

@@ -11,13 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // Expiry is when a finished Job with ttlSecondsAfterFinished may be deleted: its Complete or
@@ -40,74 +38,36 @@ func Expiry(job *batchv1.Job) (at time.Time, ok bool) {
 	return finished.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second), true
 }
 
-// API reads and deletes Jobs.
-type API interface {
-	Get(ctx context.Context, namespace, name string) (*batchv1.Job, error)
-	// Delete deletes the Job with this uid in the foreground, so its pods go first.
-	Delete(ctx context.Context, namespace, name string, uid types.UID) error
-}
-
-// ClientAPI is API through the apiserver.
-func ClientAPI(c *client.Client) API {
-	return clientAPI{client.MustFor[*batchv1.Job, *batchv1.JobList](c)}
-}
-
-type clientAPI struct {
-	jobs *client.Typed[*batchv1.Job, *batchv1.JobList]
-}
-
-func (a clientAPI) Get(ctx context.Context, ns, name string) (*batchv1.Job, error) {
-	return a.jobs.Get(ctx, ns, name, metav1.GetOptions{})
-}
-
-func (a clientAPI) Delete(ctx context.Context, ns, name string, uid types.UID) error {
-	fg := metav1.DeletePropagationForeground
-	return a.jobs.Delete(ctx, ns, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &fg})
-}
-
 // Config wires a Controller.
 type Config struct {
-	Jobs   *informer.Informer
-	API    API
-	Resync time.Duration
-	Clock  clock.Clock
-	Logger *slog.Logger
+	JobInformer *informer.Informer
+	Jobs        client.Writer[*batchv1.Job]
+	reconcile.Options
 }
 
 // Controller deletes expired Jobs. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg  Config
 	jobs informer.Lister[*batchv1.Job]
-	loop *reconcile.Loop
 	log  *slog.Logger
 }
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	c := &Controller{cfg: cfg, jobs: informer.NewLister[*batchv1.Job](cfg.Jobs.Store()), log: cfg.Logger.With("controller", "ttl-after-finished")}
-	c.loop = reconcile.New("ttl-after-finished", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.Jobs.HasSynced}
-	if cfg.Resync > 0 {
-		c.loop.Resync = cfg.Resync
-	}
-	add := func(obj runtime.Object) {
-		if j, ok := obj.(*batchv1.Job); ok && j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil {
-			c.loop.Add(j.Namespace + "/" + j.Name)
-		}
-	}
-	cfg.Jobs.AddEventHandler(informer.HandlerFuncs{AddFunc: add, UpdateFunc: func(_, obj runtime.Object) { add(obj) }})
+	cfg.Options = cfg.Options.WithDefaults()
+	c := &Controller{cfg: cfg, jobs: informer.NewLister[*batchv1.Job](cfg.JobInformer.Store()), log: cfg.Logger.With("controller", "ttl-after-finished")}
+	c.Controller = reconcile.NewController("ttl-after-finished", cfg.Options).
+		Map(cfg.JobInformer, func(obj runtime.Object) []string {
+			if j, ok := obj.(*batchv1.Job); ok && j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil {
+				return []string{j.Namespace + "/" + j.Name}
+			}
+			return nil
+		}).
+		Keys(c.keys).
+		Complete(c)
 	return c
 }
-
-// Start runs until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 func (c *Controller) keys() []string {
 	jobs, _ := c.jobs.List(nil)
@@ -120,34 +80,39 @@ func (c *Controller) keys() []string {
 	return keys
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile deletes the Job of key if its TTL has run out, and otherwise looks again when it
+// will.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	job, err := c.jobs.Get(ns, name)
 	if errors.Is(err, apierror.ErrNotFound) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if !c.expired(job) {
-		return c.wait(job)
+		return c.wait(job), nil
 	}
 	// The cache may hold an older Job (its TTL raised a moment ago): check the API's.
-	fresh, err := c.cfg.API.Get(ctx, ns, name)
+	fresh, err := c.cfg.Jobs.Get(ctx, ns, name, metav1.GetOptions{})
 	if errors.Is(err, apierror.ErrNotFound) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get job %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("get job %s: %w", key, err)
 	}
 	if !c.expired(fresh) {
-		return c.wait(fresh)
+		return c.wait(fresh), nil
 	}
-	if err := c.cfg.API.Delete(ctx, ns, name, fresh.UID); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
-		return fmt.Errorf("delete job %s: %w", key, err)
+	// In the foreground, so its pods go first.
+	fg := metav1.DeletePropagationForeground
+	err = c.cfg.Jobs.Delete(ctx, ns, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &fresh.UID}, PropagationPolicy: &fg})
+	if err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
+		return reconcile.Result{}, fmt.Errorf("delete job %s: %w", key, err)
 	}
 	c.log.Info("deleted a finished job past its TTL", "key", key)
-	return nil
+	return reconcile.Result{}, nil
 }
 
 func (c *Controller) expired(job *batchv1.Job) bool {
@@ -156,10 +121,10 @@ func (c *Controller) expired(job *batchv1.Job) bool {
 }
 
 // wait looks at the Job again when its TTL ends.
-func (c *Controller) wait(job *batchv1.Job) error {
+func (c *Controller) wait(job *batchv1.Job) reconcile.Result {
 	at, ok := Expiry(job)
 	if !ok || job.DeletionTimestamp != nil {
-		return nil
+		return reconcile.Result{}
 	}
-	return reconcile.Requeue{After: at.Sub(c.cfg.Clock.Now())}
+	return reconcile.Result{RequeueAfter: at.Sub(c.cfg.Clock.Now())}
 }
