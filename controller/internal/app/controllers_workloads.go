@@ -4,6 +4,7 @@ package app
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -75,12 +76,12 @@ func newDeployments(c *Context) run.Runnable {
 
 func newHPAs(c *Context) run.Runnable {
 	return podautoscaler.New(podautoscaler.Config{
-		HPAs:       c.Informers.For(informer.HorizontalPodAutoscalers, nil),
-		Pods:       c.Informers.Pods(),
-		API:        podautoscaler.ClientAPI(c.Client),
-		Metrics:    podautoscaler.ClientMetrics(c.Client),
-		Recorder:   c.Recorder,
-		SyncPeriod: c.Config.HPASyncPeriod,
-		Logger:     c.Logger,
+		HPAInformer:     c.Informers.For(informer.HorizontalPodAutoscalers, nil),
+		PodInformer:     c.Informers.Pods(),
+		HPAs:            client.MustFor[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList](c.Client),
+		Scales:          podautoscaler.ClientScales(c.Client),
+		ResourceMetrics: podautoscaler.ClientMetrics(c.Client),
+		Recorder:        c.Recorder,
+		Options:         reconcile.Options{Resync: c.Config.HPASyncPeriod, Logger: c.Logger},
 	})
 }

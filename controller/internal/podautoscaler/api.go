@@ -7,7 +7,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,12 +17,12 @@ import (
 	"minik8s.io/shared/scheme"
 )
 
-// API is what the controller reads and writes in the apiserver.
-type API interface {
-	// GetScale and UpdateScale use the scale subresource of the object ref names.
+// Scales reads and writes the scale subresource of the object a scale target reference names.
+// It is not a client.Writer: the target may be of any kind that serves the subresource (a
+// Deployment or a ReplicaSet), known only from the HPA's spec.
+type Scales interface {
 	GetScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*autoscalingv1.Scale, error)
 	UpdateScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, scale *autoscalingv1.Scale) (*autoscalingv1.Scale, error)
-	UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv2.HorizontalPodAutoscaler, error)
 }
 
 // Metrics reads pods' resource usage.
@@ -38,15 +37,10 @@ type Recorder interface {
 	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
 }
 
-// ClientAPI is API through the apiserver.
-func ClientAPI(c *client.Client) API {
-	return clientAPI{c: c, hpas: client.MustFor[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList](c)}
-}
+// ClientScales is Scales through the apiserver.
+func ClientScales(c *client.Client) Scales { return clientScales{c} }
 
-type clientAPI struct {
-	c    *client.Client
-	hpas *client.Typed[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList]
-}
+type clientScales struct{ c *client.Client }
 
 // scaled resolves a scale target to its resource, which must serve the scale subresource.
 func scaled(ref autoscalingv2.CrossVersionObjectReference) (*scheme.Resource, error) {
@@ -65,7 +59,7 @@ func scaled(ref autoscalingv2.CrossVersionObjectReference) (*scheme.Resource, er
 	return nil, apierror.New(apierror.ErrNotFound, "unable to determine resource for scale target reference: no matches for kind %q in group %q", ref.Kind, gv.Group)
 }
 
-func (a clientAPI) GetScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*autoscalingv1.Scale, error) {
+func (a clientScales) GetScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*autoscalingv1.Scale, error) {
 	res, err := scaled(ref)
 	if err != nil {
 		return nil, err
@@ -77,7 +71,7 @@ func (a clientAPI) GetScale(ctx context.Context, namespace string, ref autoscali
 	return &out, nil
 }
 
-func (a clientAPI) UpdateScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, scale *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+func (a clientScales) UpdateScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, scale *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 	res, err := scaled(ref)
 	if err != nil {
 		return nil, err
@@ -87,10 +81,6 @@ func (a clientAPI) UpdateScale(ctx context.Context, namespace string, ref autosc
 		return nil, err
 	}
 	return &out, nil
-}
-
-func (a clientAPI) UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-	return a.hpas.UpdateStatus(ctx, hpa, metav1.UpdateOptions{})
 }
 
 // ClientMetrics is Metrics through the apiserver's metrics.k8s.io.

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // DefaultSyncPeriod is how often each HPA is evaluated, Kubernetes'
@@ -27,24 +27,22 @@ const DefaultSyncPeriod = 15 * time.Second
 
 // Config wires a Controller.
 type Config struct {
-	// HPAs and Pods are the shared informers.
-	HPAs, Pods *informer.Informer
-	API        API
-	Metrics    Metrics
-	Recorder   Recorder
-	Workers    int
-	// SyncPeriod is how often every HPA is evaluated (DefaultSyncPeriod).
-	SyncPeriod time.Duration
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// HPAInformer and PodInformer are the shared caches.
+	HPAInformer, PodInformer *informer.Informer
+	HPAs                     client.Writer[*autoscalingv2.HorizontalPodAutoscaler]
+	Scales                   Scales
+	ResourceMetrics          Metrics
+	Recorder                 Recorder
+	// Options' Resync is how often every HPA is evaluated (DefaultSyncPeriod when zero).
+	reconcile.Options
 }
 
 // Controller scales the targets of HorizontalPodAutoscalers. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg  Config
 	hpas informer.Lister[*autoscalingv2.HorizontalPodAutoscaler]
 	pods informer.Lister[*corev1.Pod]
-	loop *reconcile.Loop
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -53,60 +51,52 @@ type Controller struct {
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.SyncPeriod <= 0 {
-		cfg.SyncPeriod = DefaultSyncPeriod
+	cfg.Options = cfg.Options.WithDefaults()
+	if cfg.Resync <= 0 {
+		cfg.Resync = DefaultSyncPeriod
 	}
 	c := &Controller{
 		cfg:     cfg,
-		hpas:    informer.NewLister[*autoscalingv2.HorizontalPodAutoscaler](cfg.HPAs.Store()),
-		pods:    informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		hpas:    informer.NewLister[*autoscalingv2.HorizontalPodAutoscaler](cfg.HPAInformer.Store()),
+		pods:    informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		log:     cfg.Logger.With("controller", "horizontalpodautoscaling"),
 		history: map[string]*History{},
 	}
-	c.loop = reconcile.New("horizontalpodautoscaling", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.HPAs.HasSynced, cfg.Pods.HasSynced}
-	c.loop.Resync = cfg.SyncPeriod
-	if cfg.Workers > 0 {
-		c.loop.Workers = cfg.Workers
-	}
-	// An HPA is evaluated when it appears or its spec changes, and every SyncPeriod: its own
-	// status writes must not make it evaluate again at once, which would shorten the rate
-	// the metrics are looked at.
-	cfg.HPAs.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: c.enqueue,
+	c.Controller = reconcile.NewController("horizontalpodautoscaling", cfg.Options).
+		Watches(cfg.HPAInformer, c.hpaEvents).
+		Reads(cfg.PodInformer).
+		Keys(c.keys).
+		Complete(c)
+	return c
+}
+
+// hpaEvents queue an HPA when it appears or its spec changes; every Resync does the rest. Its
+// own status writes must not make it evaluate again at once, which would shorten the rate the
+// metrics are looked at.
+func (c *Controller) hpaEvents(q reconcile.Queue) informer.Handler {
+	own := reconcile.EnqueueOwn()(q)
+	return informer.HandlerFuncs{
+		AddFunc: own.OnAdd,
 		UpdateFunc: func(old, obj runtime.Object) {
 			o, ok1 := old.(*autoscalingv2.HorizontalPodAutoscaler)
 			n, ok2 := obj.(*autoscalingv2.HorizontalPodAutoscaler)
 			if ok1 && ok2 && o.Generation == n.Generation {
 				return
 			}
-			c.enqueue(obj)
+			own.OnUpdate(old, obj)
 		},
 		DeleteFunc: func(obj runtime.Object) {
 			if key, err := informer.KeyOf(informer.DeletedObject(obj)); err == nil {
-				c.mu.Lock()
-				delete(c.history, key)
-				c.mu.Unlock()
+				c.forget(key)
 			}
 		},
-	})
-	return c
+	}
 }
 
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
-
-func (c *Controller) enqueue(obj runtime.Object) {
-	if key, err := informer.KeyOf(obj); err == nil {
-		c.loop.Add(key)
-	}
+func (c *Controller) forget(key string) {
+	c.mu.Lock()
+	delete(c.history, key)
+	c.mu.Unlock()
 }
 
 func (c *Controller) keys() []string {
@@ -129,13 +119,18 @@ func (c *Controller) historyOf(key string) *History {
 	return h
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile evaluates the HPA of key: reads its target's scale and its pods' metrics, rescales
+// the target as Decide says and writes the HPA's status. It never asks to look again sooner:
+// every Resync evaluates each HPA.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	return reconcile.Result{}, c.evaluate(ctx, key)
+}
+
+func (c *Controller) evaluate(ctx context.Context, key string) error {
 	namespace, name := informer.SplitKey(key)
 	cached, err := c.hpas.Get(namespace, name)
 	if errors.Is(err, apierror.ErrNotFound) {
-		c.mu.Lock()
-		delete(c.history, key)
-		c.mu.Unlock()
+		c.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -144,7 +139,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	hpa := cached.DeepCopy()
 	now := c.cfg.Clock.Now()
 	ref := hpa.Spec.ScaleTargetRef
-	scale, err := c.cfg.API.GetScale(ctx, namespace, ref)
+	scale, err := c.cfg.Scales.GetScale(ctx, namespace, ref)
 	if err != nil {
 		SetCondition(&hpa.Status, autoscalingv2.AbleToScale, corev1.ConditionFalse, ReasonFailedGetScale, "the HPA controller was unable to get the target's current scale: "+err.Error(), now)
 		c.cfg.Recorder.Eventf(hpa, corev1.EventTypeWarning, ReasonFailedGetScale, "%v", err)
@@ -176,7 +171,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if _, done := in.Metrics[m.Resource.Name]; done {
 			continue
 		}
-		pm, err := c.cfg.Metrics.PodMetrics(ctx, namespace, selector, m.Resource.Name)
+		pm, err := c.cfg.ResourceMetrics.PodMetrics(ctx, namespace, selector, m.Resource.Name)
 		if err != nil {
 			in.MetricErrors[m.Resource.Name] = err
 			continue
@@ -193,7 +188,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if d.Rescale {
 		want := scale.DeepCopy()
 		want.Spec.Replicas = d.Desired
-		if _, err := c.cfg.API.UpdateScale(ctx, namespace, ref, want); err != nil {
+		if _, err := c.cfg.Scales.UpdateScale(ctx, namespace, ref, want); err != nil {
 			SetCondition(&hpa.Status, autoscalingv2.AbleToScale, corev1.ConditionFalse, ReasonFailedUpdateScale, "the HPA controller was unable to update the target scale: "+err.Error(), now)
 			c.cfg.Recorder.Eventf(hpa, corev1.EventTypeWarning, ReasonFailedRescale, "New size: %d; reason: %s; error: %v", d.Desired, d.Reason, err)
 			if werr := c.writeStatus(ctx, cached, hpa); werr != nil {
@@ -217,7 +212,7 @@ func (c *Controller) writeStatus(ctx context.Context, cached, hpa *autoscalingv2
 	if equality.Semantic.DeepEqual(cached.Status, hpa.Status) {
 		return nil
 	}
-	if _, err := c.cfg.API.UpdateStatus(ctx, hpa); err != nil {
+	if _, err := c.cfg.HPAs.UpdateStatus(ctx, hpa, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update status of hpa %s/%s: %w", hpa.Namespace, hpa.Name, err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/shared/podstatus"
 )
 
 // Tolerance is how far the usage ratio may stray from 1 before the replica count changes,
@@ -72,7 +74,7 @@ func groupPods(pods []*corev1.Pod, metrics PodMetrics, resource corev1.ResourceN
 		}
 		if resource == corev1.ResourceCPU {
 			var unready bool
-			cond := readyCondition(pod)
+			cond := podstatus.ReadyCondition(pod)
 			switch {
 			case cond == nil || pod.Status.StartTime == nil:
 				unready = true
@@ -92,15 +94,6 @@ func groupPods(pods []*corev1.Pod, metrics PodMetrics, resource corev1.ResourceN
 		g.ready++
 	}
 	return g
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // podRequests sums each pod's containers' requests of resource, in milli-units; a container
