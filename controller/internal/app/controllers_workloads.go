@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/controller/internal/deployment"
 	"minik8s.io/controller/internal/garbagecollector"
@@ -18,6 +19,7 @@ import (
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/run"
+	"minik8s.io/shared/scheme"
 )
 
 func newGarbageCollector(c *Context) run.Runnable {
@@ -27,8 +29,10 @@ func newGarbageCollector(c *Context) run.Runnable {
 	}
 	return garbagecollector.New(garbagecollector.Config{
 		Informers: infs,
-		API:       garbagecollector.ClientAPI(c.Client),
-		Logger:    c.Logger,
+		Metadata: func(res *scheme.Resource) client.Writer[*metav1.PartialObjectMetadata] {
+			return client.Metadata(c.Client, res)
+		},
+		Options: reconcile.Options{Logger: c.Logger},
 	})
 }
 

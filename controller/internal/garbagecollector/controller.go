@@ -2,12 +2,12 @@ package garbagecollector
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/scheme"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // OwnerIndex files objects under the uid of each of their owners.
@@ -55,49 +55,41 @@ func Collected() []*scheme.Resource {
 type Config struct {
 	// Informers are metadata caches by resource plural, each with OwnerIndex.
 	Informers map[string]*informer.Informer
-	API       API
-	Workers   int
-	// Resync is how often every object with owners or a deletion finalizer is looked at again.
-	Resync time.Duration
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// Metadata is the writer of a resource's objects by their metadata alone: the collector
+	// reads and writes every kind, and only its owner references and finalizers.
+	Metadata func(res *scheme.Resource) client.Writer[*metav1.PartialObjectMetadata]
+	// Options' Workers default to 5; Resync is how often every object with owners or a
+	// deletion finalizer is looked at again.
+	reconcile.Options
 }
 
 // Controller is the garbage collector. Build it with New, run Start.
 type Controller struct {
-	cfg  Config
-	res  map[string]*scheme.Resource
-	loop *reconcile.Loop
-	log  *slog.Logger
+	*reconcile.Controller
+	cfg Config
+	res map[string]*scheme.Resource
+	log *slog.Logger
 }
 
 // New returns a collector over cfg.Informers; it registers its handlers and starts nothing.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
+	cfg.Options = cfg.Options.WithDefaults()
+	if cfg.Workers <= 0 {
+		cfg.Workers = 5
 	}
 	c := &Controller{cfg: cfg, res: map[string]*scheme.Resource{}, log: cfg.Logger.With("controller", "garbagecollector")}
-	c.loop = reconcile.New("garbagecollector", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Workers = 5
-	c.loop.Tune(cfg.Workers, cfg.Resync)
+	b := reconcile.NewController("garbagecollector", cfg.Options)
 	for plural, inf := range cfg.Informers {
 		res, err := scheme.Lookup(plural)
 		if err != nil {
 			panic("garbagecollector: " + err.Error())
 		}
 		c.res[plural] = res
-		c.loop.Synced = append(c.loop.Synced, inf.HasSynced)
-		inf.AddEventHandler(c.handler(res))
+		b.Watches(inf, func(reconcile.Queue) informer.Handler { return c.handler(res) })
 	}
+	c.Controller = b.Keys(c.keys).Complete(c)
 	return c
 }
-
-// Start collects until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 func key(res *scheme.Resource, namespace, name string) string {
 	if namespace == "" {
@@ -125,7 +117,7 @@ func (c *Controller) handler(res *scheme.Resource) informer.Handler {
 	return informer.HandlerFuncs{
 		AddFunc: func(obj runtime.Object) {
 			if m, ok := obj.(metav1.Object); ok && interesting(m) {
-				c.loop.Add(keyOf(res, m))
+				c.Add(keyOf(res, m))
 			}
 		},
 		UpdateFunc: func(oldObj, newObj runtime.Object) {
@@ -139,7 +131,7 @@ func (c *Controller) handler(res *scheme.Resource) informer.Handler {
 				return // a change of spec, status or labels: nothing for the collector
 			}
 			if interesting(n) {
-				c.loop.Add(keyOf(res, n))
+				c.Add(keyOf(res, n))
 			}
 			if refsChanged || n.GetDeletionTimestamp() != nil {
 				// Owners waiting in the foreground look at their blocking dependents again.
@@ -171,14 +163,14 @@ func (c *Controller) addOwners(res *scheme.Resource, m metav1.Object) {
 		if owner.Namespaced {
 			ns = m.GetNamespace()
 		}
-		c.loop.Add(key(owner, ns, ref.Name))
+		c.Add(key(owner, ns, ref.Name))
 	}
 }
 
 // addDependents queues the objects that name uid as owner.
 func (c *Controller) addDependents(uid types.UID) {
 	for _, d := range c.dependents(uid) {
-		c.loop.Add(keyOf(d.res, d.meta))
+		c.Add(keyOf(d.res, d.meta))
 	}
 }
 
@@ -235,7 +227,14 @@ func (c *Controller) resourceFor(apiVersion, kind string) *scheme.Resource {
 	return nil
 }
 
-func (c *Controller) sync(ctx context.Context, k string) error {
+// Reconcile looks at the object of key ("plural/namespace/name"): one being deleted with a
+// finalizer of the collector gets its dependents deleted or orphaned, and one with owners is
+// deleted, or loses its references to them, when they are gone.
+func (c *Controller) Reconcile(ctx context.Context, k string) (reconcile.Result, error) {
+	return reconcile.Result{}, c.collect(ctx, k)
+}
+
+func (c *Controller) collect(ctx context.Context, k string) error {
 	plural, rest, _ := strings.Cut(k, "/")
 	res, inf := c.res[plural], c.cfg.Informers[plural]
 	if res == nil || inf == nil {
@@ -267,7 +266,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	}
 	// The cache may be behind (the object adopted by a new owner a moment ago): decide again
 	// on the object as the API has it before changing anything, as Kubernetes does.
-	latest, err := c.cfg.API.Get(ctx, res, m.Namespace, m.Name)
+	latest, err := c.cfg.Metadata(res).Get(ctx, m.Namespace, m.Name, metav1.GetOptions{})
 	if errors.Is(err, apierror.ErrNotFound) {
 		return nil
 	}
@@ -330,7 +329,7 @@ func (c *Controller) ownerState(ctx context.Context, res *scheme.Resource, m met
 			}
 		}
 	}
-	got, err := c.cfg.API.Get(ctx, owner, ns, ref.Name)
+	got, err := c.cfg.Metadata(owner).Get(ctx, ns, ref.Name, metav1.GetOptions{})
 	if errors.Is(err, apierror.ErrNotFound) {
 		return OwnerAbsent, nil
 	}
@@ -347,7 +346,7 @@ func (c *Controller) act(ctx context.Context, res *scheme.Resource, m *metav1.Pa
 	k := keyOf(res, m)
 	switch a.Op {
 	case RemoveOwners:
-		err := c.cfg.API.PatchMetadata(ctx, res, m.Namespace, m.Name, map[string]any{
+		err := c.patchMetadata(ctx, res, m.Namespace, m.Name, map[string]any{
 			"ownerReferences": WithoutOwners(m.OwnerReferences, a.Owners...), "resourceVersion": m.ResourceVersion})
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
 			return fmt.Errorf("remove owner references of %s: %w", k, err)
@@ -356,13 +355,17 @@ func (c *Controller) act(ctx context.Context, res *scheme.Resource, m *metav1.Pa
 	case Delete:
 		rv := m.ResourceVersion
 		if a.Unblock {
-			if err := c.cfg.API.PatchMetadata(ctx, res, m.Namespace, m.Name, map[string]any{
+			if err := c.patchMetadata(ctx, res, m.Namespace, m.Name, map[string]any{
 				"ownerReferences": Unblocked(m.OwnerReferences), "resourceVersion": rv}); err != nil {
 				return fmt.Errorf("unblock owner references of %s: %w", k, err)
 			}
 			rv = ""
 		}
-		err := c.cfg.API.Delete(ctx, res, m.Namespace, m.Name, m.UID, rv, a.Policy)
+		pre := &metav1.Preconditions{UID: &m.UID}
+		if rv != "" {
+			pre.ResourceVersion = &rv
+		}
+		err := c.cfg.Metadata(res).Delete(ctx, m.Namespace, m.Name, metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &a.Policy})
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
 			return fmt.Errorf("delete %s: %w", k, err)
 		}
@@ -380,7 +383,7 @@ func (c *Controller) deleteDependents(ctx context.Context, res *scheme.Resource,
 			blocking++
 		}
 		if d.meta.DeletionTimestamp == nil {
-			c.loop.Add(keyOf(d.res, d.meta))
+			c.Add(keyOf(d.res, d.meta))
 		}
 	}
 	if blocking > 0 {
@@ -393,7 +396,7 @@ func (c *Controller) deleteDependents(ctx context.Context, res *scheme.Resource,
 // orphanDependents removes the references to owner from its dependents, then its finalizer.
 func (c *Controller) orphanDependents(ctx context.Context, res *scheme.Resource, owner *metav1.PartialObjectMetadata) error {
 	for _, d := range c.dependents(owner.UID) {
-		latest, err := c.cfg.API.Get(ctx, d.res, d.meta.Namespace, d.meta.Name)
+		latest, err := c.cfg.Metadata(d.res).Get(ctx, d.meta.Namespace, d.meta.Name, metav1.GetOptions{})
 		if errors.Is(err, apierror.ErrNotFound) {
 			continue
 		}
@@ -404,7 +407,7 @@ func (c *Controller) orphanDependents(ctx context.Context, res *scheme.Resource,
 		if len(refs) == len(latest.OwnerReferences) {
 			continue
 		}
-		err = c.cfg.API.PatchMetadata(ctx, d.res, latest.Namespace, latest.Name, map[string]any{"ownerReferences": refs, "resourceVersion": latest.ResourceVersion})
+		err = c.patchMetadata(ctx, d.res, latest.Namespace, latest.Name, map[string]any{"ownerReferences": refs, "resourceVersion": latest.ResourceVersion})
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
 			return fmt.Errorf("orphan %s: %w", keyOf(d.res, d.meta), err)
 		}
@@ -414,7 +417,7 @@ func (c *Controller) orphanDependents(ctx context.Context, res *scheme.Resource,
 
 // removeFinalizer takes f off the object as the API has it, guarded by its resourceVersion.
 func (c *Controller) removeFinalizer(ctx context.Context, res *scheme.Resource, m *metav1.PartialObjectMetadata, f string) error {
-	latest, err := c.cfg.API.Get(ctx, res, m.Namespace, m.Name)
+	latest, err := c.cfg.Metadata(res).Get(ctx, m.Namespace, m.Name, metav1.GetOptions{})
 	if errors.Is(err, apierror.ErrNotFound) {
 		return nil
 	}
@@ -424,11 +427,22 @@ func (c *Controller) removeFinalizer(ctx context.Context, res *scheme.Resource, 
 	if latest.UID != m.UID || !slices.Contains(latest.Finalizers, f) {
 		return nil
 	}
-	err = c.cfg.API.PatchMetadata(ctx, res, m.Namespace, m.Name, map[string]any{
+	err = c.patchMetadata(ctx, res, m.Namespace, m.Name, map[string]any{
 		"finalizers": WithoutFinalizer(latest.Finalizers, f), "resourceVersion": latest.ResourceVersion})
 	if err != nil && !errors.Is(err, apierror.ErrNotFound) {
 		return fmt.Errorf("remove finalizer %s of %s: %w", f, keyOf(res, m), err)
 	}
 	c.log.Debug("removed finalizer", "key", keyOf(res, m), "finalizer", f)
 	return nil
+}
+
+// patchMetadata merges meta into the object's metadata (a JSON merge patch); its
+// resourceVersion, when set, is a precondition.
+func (c *Controller) patchMetadata(ctx context.Context, res *scheme.Resource, namespace, name string, meta map[string]any) error {
+	data, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Metadata(res).Patch(ctx, namespace, name, types.MergePatchType, data)
+	return err
 }
