@@ -3,12 +3,17 @@ package app
 // The constructors of the controllers of Services, Ingress, nodes and volumes.
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/ingress"
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/controller/internal/volume"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/run"
 )
 
@@ -29,15 +34,18 @@ func newNodeLifecycle(c *Context) run.Runnable {
 	})
 }
 
+// endpointOptions are the loop's options of the Endpoints and EndpointSlice controllers.
+func endpointOptions(c *Context) reconcile.Options {
+	return reconcile.Options{Workers: c.Config.EndpointWorkers, Resync: c.Config.EndpointResync, Logger: c.Logger}
+}
+
 func newEndpoints(c *Context) run.Runnable {
 	return endpoints.New(endpoints.Config{
 		Services:  c.Informers.Services(),
 		Pods:      c.Informers.Pods(),
 		Endpoints: c.Informers.Endpoints(),
-		API:       endpoints.ClientAPI(c.Client),
-		Workers:   c.Config.EndpointWorkers,
-		Resync:    c.Config.EndpointResync,
-		Logger:    c.Logger,
+		Writer:    client.MustFor[*corev1.Endpoints, *corev1.EndpointsList](c.Client),
+		Options:   endpointOptions(c),
 	})
 }
 
@@ -47,11 +55,9 @@ func newEndpointSlices(c *Context) run.Runnable {
 		Pods:                 c.Informers.Pods(),
 		Nodes:                c.Informers.Nodes(),
 		Slices:               c.Informers.EndpointSlices(informer.Indexers{endpointslice.ServiceIndex: endpointslice.ServiceIndexFunc}),
-		API:                  endpointslice.ClientAPI(c.Client),
+		Writer:               client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c.Client),
 		MaxEndpointsPerSlice: c.Config.MaxEndpointsPerSlice,
-		Workers:              c.Config.EndpointWorkers,
-		Resync:               c.Config.EndpointResync,
-		Logger:               c.Logger,
+		Options:              endpointOptions(c),
 	})
 }
 

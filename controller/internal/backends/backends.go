@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"minik8s.io/shared/podstatus"
 )
 
 // Selects reports whether svc picks its endpoints by selector (what the controllers manage):
@@ -48,17 +50,6 @@ func IPv4(pod *corev1.Pod) string {
 		}
 	}
 	return ""
-}
-
-// Ready reports whether the pod's Ready condition is True: what the kubelet reports once its
-// containers run and their readiness probes pass.
-func Ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Hostname is the DNS hostname the pod has under svc: spec.hostname, when the pod's subdomain
@@ -111,7 +102,7 @@ type Relevant struct {
 func RelevantOf(pod *corev1.Pod) Relevant {
 	r := Relevant{
 		IP: IPv4(pod), Node: pod.Spec.NodeName, Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain,
-		Ready: Ready(pod), Terminating: pod.DeletionTimestamp != nil, Phase: pod.Status.Phase,
+		Ready: podstatus.Ready(pod), Terminating: pod.DeletionTimestamp != nil, Phase: pod.Status.Phase,
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {

@@ -39,6 +39,11 @@ func TestPort(t *testing.T) {
 	}
 }
 
+// queue records the keys added.
+type queue []string
+
+func (q *queue) Add(key string) { *q = append(*q, key) }
+
 func TestPodHandlerEnqueuesTheServicesOfAPod(t *testing.T) {
 	store := informer.NewStore(nil)
 	for _, s := range []*corev1.Service{
@@ -51,8 +56,8 @@ func TestPodHandlerEnqueuesTheServicesOfAPod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []string
-	h := Services{Lister: informer.NewLister[*corev1.Service](store)}.PodHandler(func(k string) { got = append(got, k) })
+	var got queue
+	h := Services{Lister: informer.NewLister[*corev1.Service](store)}.PodHandler(&got)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p", Labels: map[string]string{"app": "web", "v": "1"}}}
 	relabelled := pod.DeepCopy()
 	relabelled.Labels["v"] = "2"
@@ -79,7 +84,7 @@ func TestPodHandlerEnqueuesTheServicesOfAPod(t *testing.T) {
 			slices.Sort(got)
 			got = slices.Compact(got)
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("enqueued %v, want %v", got, tt.want)
+				t.Errorf("enqueued %v, want %v", []string(got), tt.want)
 			}
 		})
 	}

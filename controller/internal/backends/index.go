@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
 )
 
 // Services finds the Services of a pod in a cache of Services indexed by namespace (every
@@ -31,14 +32,14 @@ func (s Services) Of(pod *corev1.Pod) []string {
 	return keys
 }
 
-// PodHandler returns informer handlers that call enqueue with the key of every Service a
-// changed pod belongs to, before and after the change; updates that cannot change any
-// endpoints (most kubelet status writes) enqueue nothing, but a resync (old == new)
-// enqueues as always.
-func (s Services) PodHandler(enqueue func(key string)) informer.Handler {
+// PodHandler returns informer handlers that queue on q the key of every Service a changed pod
+// belongs to, before and after the change; updates that cannot change any endpoints (most
+// kubelet status writes) queue nothing, but a resync (old == new) queues as always. It is a
+// reconcile.EventHandler of the pods informer.
+func (s Services) PodHandler(q reconcile.Queue) informer.Handler {
 	each := func(pod *corev1.Pod) {
 		for _, k := range s.Of(pod) {
-			enqueue(k)
+			q.Add(k)
 		}
 	}
 	return informer.HandlerFuncs{
@@ -67,20 +68,6 @@ func (s Services) PodHandler(enqueue func(key string)) informer.Handler {
 				each(pod)
 			}
 		},
-	}
-}
-
-// ServiceHandler returns informer handlers that enqueue the key of every changed Service.
-func ServiceHandler(enqueue func(key string)) informer.Handler {
-	one := func(obj runtime.Object) {
-		if key, err := informer.KeyOf(obj); err == nil {
-			enqueue(key)
-		}
-	}
-	return informer.HandlerFuncs{
-		AddFunc:    one,
-		UpdateFunc: func(_, obj runtime.Object) { one(obj) },
-		DeleteFunc: one,
 	}
 }
 

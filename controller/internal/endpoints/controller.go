@@ -20,54 +20,24 @@ import (
 	"minik8s.io/shared/workqueue/clock"
 )
 
-// API is the writes the controller makes.
-type API interface {
-	// Create and Update return the stored object.
-	Create(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error)
-	Update(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error)
-	Delete(ctx context.Context, ep *corev1.Endpoints) error
-}
-
-// ClientAPI writes Endpoints through the apiserver.
-func ClientAPI(c *client.Client) API {
-	return clientAPI{client.MustFor[*corev1.Endpoints, *corev1.EndpointsList](c)}
-}
-
-type clientAPI struct {
-	eps *client.Typed[*corev1.Endpoints, *corev1.EndpointsList]
-}
-
-func (a clientAPI) Create(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error) {
-	return a.eps.Create(ctx, ep, metav1.CreateOptions{})
-}
-
-func (a clientAPI) Update(ctx context.Context, ep *corev1.Endpoints) (*corev1.Endpoints, error) {
-	return a.eps.Update(ctx, ep, metav1.UpdateOptions{})
-}
-
-func (a clientAPI) Delete(ctx context.Context, ep *corev1.Endpoints) error {
-	return a.eps.Delete(ctx, ep.Namespace, ep.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ep.UID}})
-}
-
 // Config wires a Controller.
 type Config struct {
 	// Services, Pods and Endpoints are the shared informers.
 	Services, Pods, Endpoints *informer.Informer
-	API                       API
-	Workers                   int
-	// Resync is how often every Service is reconciled again whatever the events said.
-	Resync time.Duration
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// Writer writes the Endpoints.
+	Writer client.Writer[*corev1.Endpoints]
+	// Options tune the loop; its Resync is how often every Service is reconciled again
+	// whatever the events said.
+	reconcile.Options
 }
 
 // Controller keeps one Endpoints per selecting Service. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg       Config
 	services  informer.Lister[*corev1.Service]
 	pods      informer.Lister[*corev1.Pod]
 	endpoints informer.Lister[*corev1.Endpoints]
-	loop      *reconcile.Loop
 	written   reconcile.Written
 	log       *slog.Logger
 }
@@ -87,22 +57,24 @@ func New(cfg Config) *Controller {
 		endpoints: informer.NewLister[*corev1.Endpoints](cfg.Endpoints.Store()),
 		log:       cfg.Logger.With("controller", "endpoint"),
 	}
-	c.loop = reconcile.New("endpoint", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.Services.HasSynced, cfg.Pods.HasSynced, cfg.Endpoints.HasSynced}
-	c.loop.Tune(cfg.Workers, cfg.Resync)
-	cfg.Services.AddEventHandler(backends.ServiceHandler(c.loop.Add))
-	cfg.Pods.AddEventHandler(backends.Services{Lister: c.services}.PodHandler(c.loop.Add))
-	// Someone else changing or deleting an Endpoints gets it put back; our own writes
-	// reaching the cache end the wait for them.
-	cfg.Endpoints.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: c.seen,
-		UpdateFunc: func(_, obj runtime.Object) {
-			c.seen(obj)
-			c.enqueueOwn(obj)
-		},
-		DeleteFunc: c.enqueueOwn,
-	})
+	c.Controller = reconcile.NewController("endpoint", cfg.Options).
+		For(cfg.Services).
+		Watches(cfg.Pods, backends.Services{Lister: c.services}.PodHandler).
+		// Someone else changing or deleting an Endpoints gets it put back; our own writes
+		// reaching the cache end the wait for them.
+		Watches(cfg.Endpoints, func(q reconcile.Queue) informer.Handler {
+			own := reconcile.EnqueueOwn()(q)
+			return informer.HandlerFuncs{
+				AddFunc: c.seen,
+				UpdateFunc: func(old, obj runtime.Object) {
+					c.seen(obj)
+					own.OnUpdate(old, obj)
+				},
+				DeleteFunc: own.OnDelete,
+			}
+		}).
+		Keys(c.keys).
+		Complete(c)
 	return c
 }
 
@@ -111,15 +83,6 @@ func (c *Controller) seen(obj runtime.Object) {
 		c.written.Behind(backends.Key(ep.Namespace, ep.Name), ep.ResourceVersion, c.cfg.Clock.Now())
 	}
 }
-
-func (c *Controller) enqueueOwn(obj runtime.Object) {
-	if key, err := informer.KeyOf(obj); err == nil {
-		c.loop.Add(key)
-	}
-}
-
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 // keys are every Service, and every Endpoints we manage (whose Service may be gone).
 func (c *Controller) keys() []string {
@@ -135,7 +98,8 @@ func (c *Controller) keys() []string {
 	return keys
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile makes the Endpoints of the Service key list its pods.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	current, err := c.endpoints.Get(ns, name)
 	if err != nil {
@@ -145,18 +109,19 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if errors.Is(err, apierror.ErrNotFound) {
 		// The Service is gone: so are the Endpoints we made for it.
 		if current == nil || current.Labels[LabelManagedBy] != ManagedBy {
-			return nil
+			return reconcile.Result{}, nil
 		}
-		if err := c.cfg.API.Delete(ctx, current); err != nil && !gone(err) {
-			return fmt.Errorf("delete endpoints %s: %w", key, err)
+		del := metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(current.UID))}
+		if err := c.cfg.Writer.Delete(ctx, ns, name, del); err != nil && !gone(err) {
+			return reconcile.Result{}, fmt.Errorf("delete endpoints %s: %w", key, err)
 		}
 		c.log.Debug("deleted endpoints of a deleted service", "key", key)
-		return nil
+		return reconcile.Result{}, nil
 	} else if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if !backends.Selects(svc) {
-		return nil // a user's Endpoints, or none
+		return reconcile.Result{}, nil // a user's Endpoints, or none
 	}
 	cachedRV := ""
 	if current != nil {
@@ -165,35 +130,35 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if c.written.Behind(key, cachedRV, c.cfg.Clock.Now()) {
 		// Our last write is not in the cache yet: a write from the older object would only
 		// conflict.
-		return reconcile.Requeue{After: 100 * time.Millisecond}
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	pods, err := c.pods.ListNamespace(ns, labels.SelectorFromSet(svc.Spec.Selector))
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	desired := Desired(svc, pods)
 	if current == nil {
-		out, err := c.cfg.API.Create(ctx, desired)
+		out, err := c.cfg.Writer.Create(ctx, desired, metav1.CreateOptions{})
 		if err != nil {
-			return fmt.Errorf("create endpoints %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("create endpoints %s: %w", key, err)
 		}
 		c.written.Wrote(key, out.ResourceVersion, c.cfg.Clock.Now())
 		c.log.Debug("created endpoints", "key", key)
-		return nil
+		return reconcile.Result{}, nil
 	}
 	next := Update(current, desired)
 	if next == nil {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	// The resourceVersion read from the cache guards the write: a Conflict means the cache
 	// is behind, and the requeue reconciles from the newer object.
-	out, err := c.cfg.API.Update(ctx, next)
+	out, err := c.cfg.Writer.Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
-		return fmt.Errorf("update endpoints %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("update endpoints %s: %w", key, err)
 	}
 	c.written.Wrote(key, out.ResourceVersion, c.cfg.Clock.Now())
 	c.log.Debug("updated endpoints", "key", key)
-	return nil
+	return reconcile.Result{}, nil
 }
 
 func gone(err error) bool {

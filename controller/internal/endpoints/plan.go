@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/controller/internal/backends"
+	"minik8s.io/shared/podstatus"
 )
 
 // Labels and annotations the controller writes, as Kubernetes spells them.
@@ -46,7 +47,7 @@ func Desired(svc *corev1.Service, pods []*corev1.Pod) *corev1.Endpoints {
 		if !backends.Matches(svc, pod) || !backends.Included(pod, publish) {
 			continue
 		}
-		m := member{addr: address(pod, svc), ready: publish || backends.Ready(pod)}
+		m := member{addr: address(pod, svc), ready: publish || podstatus.Ready(pod)}
 		for i := range svc.Spec.Ports {
 			sp := &svc.Spec.Ports[i]
 			num, err := backends.Port(pod, sp)

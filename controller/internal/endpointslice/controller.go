@@ -37,56 +37,26 @@ func ServiceIndexFunc(obj runtime.Object) ([]string, error) {
 	return []string{backends.Key(s.Namespace, svc)}, nil
 }
 
-// API is the writes the controller makes; Create and Update return the stored slice.
-type API interface {
-	Create(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error)
-	Update(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error)
-	Delete(ctx context.Context, s *discoveryv1.EndpointSlice) error
-}
-
-// ClientAPI writes EndpointSlices through the apiserver.
-func ClientAPI(c *client.Client) API {
-	return clientAPI{client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c)}
-}
-
-type clientAPI struct {
-	slices *client.Typed[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]
-}
-
-func (a clientAPI) Create(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error) {
-	return a.slices.Create(ctx, s, metav1.CreateOptions{})
-}
-
-func (a clientAPI) Update(ctx context.Context, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, error) {
-	return a.slices.Update(ctx, s, metav1.UpdateOptions{})
-}
-
-func (a clientAPI) Delete(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	return a.slices.Delete(ctx, s.Namespace, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-}
-
 // Config wires a Controller.
 type Config struct {
 	// Services, Pods, Nodes and Slices are the shared informers; Slices must have
 	// ServiceIndex.
 	Services, Pods, Nodes, Slices *informer.Informer
-	API                           API
-	MaxEndpointsPerSlice          int
-	Workers                       int
-	Resync                        time.Duration
-	Clock                         clock.Clock
-	Logger                        *slog.Logger
+	// Writer writes the EndpointSlices.
+	Writer               client.Writer[*discoveryv1.EndpointSlice]
+	MaxEndpointsPerSlice int
+	reconcile.Options
 }
 
 // Controller keeps the EndpointSlices of every selecting Service. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg      Config
 	services informer.Lister[*corev1.Service]
 	pods     informer.Lister[*corev1.Pod]
 	nodes    informer.Lister[*corev1.Node]
 	slices   informer.Lister[*discoveryv1.EndpointSlice]
 	tracker  *tracker
-	loop     *reconcile.Loop
 	log      *slog.Logger
 }
 
@@ -107,28 +77,18 @@ func New(cfg Config) *Controller {
 		tracker:  newTracker(30 * time.Second),
 		log:      cfg.Logger.With("controller", "endpointslice"),
 	}
-	c.loop = reconcile.New("endpointslice", cfg.Clock)
-	c.loop.Sync, c.loop.Keys, c.loop.Logger = c.sync, c.keys, cfg.Logger
-	c.loop.Synced = []func() bool{cfg.Services.HasSynced, cfg.Pods.HasSynced, cfg.Nodes.HasSynced, cfg.Slices.HasSynced}
-	c.loop.Tune(cfg.Workers, cfg.Resync)
-	cfg.Services.AddEventHandler(backends.ServiceHandler(c.loop.Add))
-	cfg.Pods.AddEventHandler(backends.Services{Lister: c.services}.PodHandler(c.loop.Add))
-	sliceChanged := func(obj runtime.Object) {
-		keys, _ := ServiceIndexFunc(informer.DeletedObject(obj))
-		for _, k := range keys {
-			c.loop.Add(k)
-		}
-	}
-	cfg.Slices.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    sliceChanged,
-		UpdateFunc: func(_, obj runtime.Object) { sliceChanged(obj) },
-		DeleteFunc: sliceChanged,
-	})
+	c.Controller = reconcile.NewController("endpointslice", cfg.Options).
+		For(cfg.Services).
+		Watches(cfg.Pods, backends.Services{Lister: c.services}.PodHandler).
+		Reads(cfg.Nodes).
+		Map(cfg.Slices, func(obj runtime.Object) []string {
+			keys, _ := ServiceIndexFunc(obj)
+			return keys
+		}).
+		Keys(c.keys).
+		Complete(c)
 	return c
 }
-
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
 
 func (c *Controller) keys() []string {
 	var keys []string
@@ -146,16 +106,17 @@ func (c *Controller) keys() []string {
 	return keys
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
+// Reconcile makes the EndpointSlices of the Service key list its pods.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	existing, err := c.slices.ByIndex(ServiceIndex, key)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	now := c.cfg.Clock.Now()
 	if c.tracker.behind(key, existing, now) {
 		// Our last writes are not in the cache yet; planning now could create twice.
-		return reconcile.Requeue{After: 200 * time.Millisecond}
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 	}
 	var plan Plan
 	svc, err := c.services.Get(ns, name)
@@ -163,7 +124,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	case errors.Is(err, apierror.ErrNotFound):
 		plan = ForDeletedService(existing)
 	case err != nil:
-		return err
+		return reconcile.Result{}, err
 	case !backends.Selects(svc):
 		// Slices of a Service that stopped selecting go, as in Kubernetes; a user's
 		// slices (another managed-by) are not in the index.
@@ -171,7 +132,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	default:
 		pods, err := c.pods.ListNamespace(ns, labels.SelectorFromSet(svc.Spec.Selector))
 		if err != nil {
-			return err
+			return reconcile.Result{}, err
 		}
 		plan = Compute(Input{Service: svc, Pods: pods, Zones: c.zones(pods), Existing: existing, MaxPerSlice: c.cfg.MaxEndpointsPerSlice})
 	}
@@ -179,9 +140,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if svc == nil {
 			c.tracker.forget(key)
 		}
-		return nil
+		return reconcile.Result{}, nil
 	}
-	return c.apply(ctx, key, plan)
+	return reconcile.Result{}, c.apply(ctx, key, plan)
 }
 
 func (c *Controller) zones(pods []*corev1.Pod) map[string]string {
@@ -204,7 +165,7 @@ func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
 	now := c.cfg.Clock.Now()
 	var errs []error
 	for _, s := range plan.Update {
-		out, err := c.cfg.API.Update(ctx, s)
+		out, err := c.cfg.Writer.Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("update endpointslice %s/%s: %w", s.Namespace, s.Name, err))
 			continue
@@ -212,7 +173,7 @@ func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
 		c.tracker.wrote(key, out, now)
 	}
 	for _, s := range plan.Create {
-		out, err := c.cfg.API.Create(ctx, s)
+		out, err := c.cfg.Writer.Create(ctx, s, metav1.CreateOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", key, err))
 			continue
@@ -223,7 +184,8 @@ func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
 		return errors.Join(errs...) // deletes wait until what replaces them is written
 	}
 	for _, s := range plan.Delete {
-		if err := c.cfg.API.Delete(ctx, s); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
+		del := metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(s.UID))}
+		if err := c.cfg.Writer.Delete(ctx, s.Namespace, s.Name, del); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
 			errs = append(errs, fmt.Errorf("delete endpointslice %s/%s: %w", s.Namespace, s.Name, err))
 			continue
 		}

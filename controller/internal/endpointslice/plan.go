@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/controller/internal/backends"
+	"minik8s.io/shared/podstatus"
 )
 
 // Names the controller writes, as Kubernetes spells them.
@@ -95,7 +96,7 @@ func Desired(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string) m
 // readiness, ready is serving and not terminating (or anything, for a Service that publishes
 // not-ready addresses).
 func endpoint(pod *corev1.Pod, svc *corev1.Service, zones map[string]string) discoveryv1.Endpoint {
-	serving := backends.Ready(pod)
+	serving := podstatus.Ready(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{
