@@ -3,78 +3,14 @@ package defaults
 import (
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
-// Apply sets the defaults of obj in place. Kinds without defaults (ConfigMap, Event, Lease,
-// Ingress, Workflow) and kinds it does not know are left alone. Apply is idempotent: applying
-// it to its own output changes nothing.
-func Apply(obj runtime.Object) {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		pod(o)
-	case *corev1.Service:
-		service(o)
-	case *corev1.Endpoints:
-		endpoints(o)
-	case *corev1.Namespace:
-		namespace(o)
-	case *corev1.Node:
-		node(o)
-	case *corev1.Secret:
-		if o.Type == "" {
-			o.Type = corev1.SecretTypeOpaque
-		}
-	case *corev1.PersistentVolume:
-		persistentVolume(o)
-	case *corev1.PersistentVolumeClaim:
-		persistentVolumeClaim(o)
-	case *storagev1.StorageClass:
-		if o.ReclaimPolicy == nil {
-			o.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimDelete)
-		}
-		if o.VolumeBindingMode == nil {
-			o.VolumeBindingMode = ptr(storagev1.VolumeBindingImmediate)
-		}
-	case *appsv1.Deployment:
-		deployment(o)
-	case *appsv1.ReplicaSet:
-		replicaSet(o)
-	case *batchv1.Job:
-		job(o)
-	case *autoscalingv2.HorizontalPodAutoscaler:
-		hpa(o)
-	case *serverlessv1.Function:
-		function(o)
-	}
-}
-
-// ApplyUpdate defaults newObj for an update of oldObj. Besides Apply it carries over what the
-// server allocated and a client replacing the object usually leaves out (a Service's cluster IPs
-// and node ports, a Job's generated selector), as Kubernetes' registry does, so that a plain PUT
-// of a hand-written manifest is not rejected for "changing" fields it never mentioned.
-func ApplyUpdate(newObj, oldObj runtime.Object) {
-	switch n := newObj.(type) {
-	case *corev1.Service:
-		if o, ok := oldObj.(*corev1.Service); ok {
-			keepServiceAllocations(n, o)
-		}
-	case *batchv1.Job:
-		if o, ok := oldObj.(*batchv1.Job); ok {
-			keepJobSelector(n, o)
-		}
-	}
-	Apply(newObj)
-}
-
-func pod(p *corev1.Pod) {
+// Pod defaults a Pod.
+func Pod(p *corev1.Pod) {
 	if p.Spec.EnableServiceLinks == nil {
 		p.Spec.EnableServiceLinks = ptr(true)
 	}
@@ -228,7 +164,25 @@ func volume(v *corev1.Volume) {
 	}
 }
 
-func persistentVolume(pv *corev1.PersistentVolume) {
+// Secret defaults a Secret.
+func Secret(s *corev1.Secret) {
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+}
+
+// StorageClass defaults a StorageClass.
+func StorageClass(sc *storagev1.StorageClass) {
+	if sc.ReclaimPolicy == nil {
+		sc.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimDelete)
+	}
+	if sc.VolumeBindingMode == nil {
+		sc.VolumeBindingMode = ptr(storagev1.VolumeBindingImmediate)
+	}
+}
+
+// PersistentVolume defaults a PersistentVolume.
+func PersistentVolume(pv *corev1.PersistentVolume) {
 	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
 		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 	}
@@ -243,7 +197,8 @@ func persistentVolume(pv *corev1.PersistentVolume) {
 	}
 }
 
-func persistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+// PersistentVolumeClaim defaults a PersistentVolumeClaim.
+func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
 	if pvc.Spec.VolumeMode == nil {
 		pvc.Spec.VolumeMode = ptr(corev1.PersistentVolumeFilesystem)
 	}
@@ -252,7 +207,8 @@ func persistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
 	}
 }
 
-func node(n *corev1.Node) {
+// Node defaults a Node.
+func Node(n *corev1.Node) {
 	// Until the kubelet reports allocatable, everything it has is allocatable.
 	if n.Status.Allocatable == nil && n.Status.Capacity != nil {
 		n.Status.Allocatable = make(corev1.ResourceList, len(n.Status.Capacity))
@@ -262,7 +218,8 @@ func node(n *corev1.Node) {
 	}
 }
 
-func namespace(ns *corev1.Namespace) {
+// Namespace defaults a Namespace.
+func Namespace(ns *corev1.Namespace) {
 	if ns.Status.Phase == "" {
 		ns.Status.Phase = corev1.NamespaceActive
 	}
@@ -278,7 +235,8 @@ func namespace(ns *corev1.Namespace) {
 	}
 }
 
-func function(f *serverlessv1.Function) {
+// Function defaults a Function.
+func Function(f *serverlessv1.Function) {
 	if f.Spec.Runtime == "" {
 		f.Spec.Runtime = serverlessv1Runtime
 	}

@@ -17,31 +17,29 @@ import (
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
-// run applies defaults to each input and compares with the expected object; it then applies
-// them again to prove Apply is idempotent.
-func run(t *testing.T, cases []struct {
+// defaultCase is an object before and after its kind's defaults.
+type defaultCase[T runtime.Object] struct {
 	name    string
-	in, out runtime.Object
-}) {
+	in, out T
+}
+
+// run applies a kind's defaults to each input and compares with the expected object; it then
+// applies them again to prove they are idempotent.
+func run[T runtime.Object](t *testing.T, apply func(T), cases []defaultCase[T]) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			Apply(tc.in)
+			apply(tc.in)
 			if diff := cmp.Diff(tc.out, tc.in); diff != "" {
-				t.Errorf("Apply (-want +got):\n%s", diff)
+				t.Errorf("defaults (-want +got):\n%s", diff)
 			}
-			again := tc.in.DeepCopyObject()
-			Apply(again)
+			again := tc.in.DeepCopyObject().(T)
+			apply(again)
 			if diff := cmp.Diff(tc.in, again); diff != "" {
-				t.Errorf("second Apply changed the object (-first +second):\n%s", diff)
+				t.Errorf("defaulting again changed the object (-first +second):\n%s", diff)
 			}
 		})
 	}
-}
-
-type caseList = []struct {
-	name    string
-	in, out runtime.Object
 }
 
 func ctr(image string) corev1.Container {
@@ -103,7 +101,7 @@ func TestPod(t *testing.T) {
 	wantKept := defaulted(defaultedContainer("nginx", corev1.PullNever))
 	wantKept.Spec.RestartPolicy = corev1.RestartPolicyNever
 
-	run(t, caseList{
+	run(t, Pod, []defaultCase[*corev1.Pod]{
 		{"no tag pulls always", podWith(ctr("nginx")), defaulted(defaultedContainer("nginx", corev1.PullAlways))},
 		{"latest pulls always", podWith(ctr("nginx:latest")), defaulted(defaultedContainer("nginx:latest", corev1.PullAlways))},
 		{"pinned tag", podWith(ctr("nginx:1.27")), defaulted(defaultedContainer("nginx:1.27", corev1.PullIfNotPresent))},
@@ -120,7 +118,7 @@ func TestPod(t *testing.T) {
 func TestService(t *testing.T) {
 	single := corev1.IPFamilyPolicySingleStack
 	cluster := corev1.ServiceInternalTrafficPolicyCluster
-	run(t, caseList{
+	run(t, Service, []defaultCase[*corev1.Service]{
 		{"cluster IP",
 			&corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
 			&corev1.Service{Spec: corev1.ServiceSpec{
@@ -144,12 +142,15 @@ func TestService(t *testing.T) {
 	})
 }
 
-func TestApplyUpdateKeepsAllocations(t *testing.T) {
+// An update that leaves out what the server set keeps it: a Service's cluster IPs and node
+// ports, a Job's generated selector.
+func TestKeepOnUpdate(t *testing.T) {
 	old := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.7",
 		Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080}}}}
-	Apply(old)
+	Service(old)
 	next := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
-	ApplyUpdate(next, old)
+	KeepServiceAllocations(next, old)
+	Service(next)
 	got := []any{next.Spec.ClusterIP, next.Spec.ClusterIPs, next.Spec.Ports[0].NodePort}
 	want := []any{"10.96.0.7", []string{"10.96.0.7"}, int32(30080)}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -157,10 +158,11 @@ func TestApplyUpdateKeepsAllocations(t *testing.T) {
 	}
 
 	oldJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi", UID: "u1"}}
-	Apply(oldJob)
+	Job(oldJob)
 	nextJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi", UID: "u1"}}
 	nextJob.Spec.Parallelism = ptr(int32(2))
-	ApplyUpdate(nextJob, oldJob)
+	KeepJobSelector(nextJob, oldJob)
+	Job(nextJob)
 	if diff := cmp.Diff(oldJob.Spec.Selector, nextJob.Spec.Selector); diff != "" {
 		t.Errorf("job selector (-old +new):\n%s", diff)
 	}
@@ -180,7 +182,7 @@ func TestWorkloads(t *testing.T) {
 		}},
 		Spec: defaultedSpec("", defaultedContainer("app:v1", corev1.PullIfNotPresent)),
 	}
-	run(t, caseList{
+	run(t, Deployment, []defaultCase[*appsv1.Deployment]{
 		{"deployment",
 			&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: *tmpl.DeepCopy()}},
 			&appsv1.Deployment{Spec: appsv1.DeploymentSpec{
@@ -196,9 +198,13 @@ func TestWorkloads(t *testing.T) {
 				Replicas: ptr(int32(0)), Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 				RevisionHistoryLimit: ptr(int32(10)), ProgressDeadlineSeconds: ptr(int32(600)), Template: *wantTmpl.DeepCopy(),
 			}}},
+	})
+	run(t, ReplicaSet, []defaultCase[*appsv1.ReplicaSet]{
 		{"replicaset",
 			&appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Template: *tmpl.DeepCopy()}},
 			&appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(1)), Template: *wantTmpl.DeepCopy()}}},
+	})
+	run(t, Job, []defaultCase[*batchv1.Job]{
 		{"job leaves restartPolicy to the user",
 			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi", UID: "u1"}, Spec: batchv1.JobSpec{Template: *tmpl.DeepCopy()}},
 			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi", UID: "u1"}, Spec: batchv1.JobSpec{
@@ -223,7 +229,7 @@ func TestHPA(t *testing.T) {
 	cpu80 := []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
 		Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))}}}}
 	maxPolicy := autoscalingv2.MaxChangePolicySelect
-	run(t, caseList{
+	run(t, HorizontalPodAutoscaler, []defaultCase[*autoscalingv2.HorizontalPodAutoscaler]{
 		{"min replicas and cpu metric",
 			&autoscalingv2.HorizontalPodAutoscaler{Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 5}},
 			&autoscalingv2.HorizontalPodAutoscaler{Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 5, MinReplicas: ptr(int32(1)), Metrics: cpu80}}},
@@ -242,29 +248,36 @@ func TestHPA(t *testing.T) {
 
 func TestClusterKinds(t *testing.T) {
 	fs := corev1.PersistentVolumeFilesystem
-	run(t, caseList{
+	run(t, Namespace, []defaultCase[*corev1.Namespace]{
 		{"namespace",
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"kubernetes.io/metadata.name": "team-a"}},
 				Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}},
+	})
+	run(t, Node, []defaultCase[*corev1.Node]{
 		{"node allocatable from capacity",
 			&corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}},
 			&corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
 				Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}}},
+	})
+	run(t, Secret, []defaultCase[*corev1.Secret]{
 		{"secret", &corev1.Secret{}, &corev1.Secret{Type: corev1.SecretTypeOpaque}},
+	})
+	run(t, PersistentVolume, []defaultCase[*corev1.PersistentVolume]{
 		{"pv",
 			&corev1.PersistentVolume{},
 			&corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, VolumeMode: &fs},
 				Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumePending}}},
+	})
+	run(t, PersistentVolumeClaim, []defaultCase[*corev1.PersistentVolumeClaim]{
 		{"pvc",
 			&corev1.PersistentVolumeClaim{},
 			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeMode: &fs}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}},
-		{"configmap untouched", &corev1.ConfigMap{Data: map[string]string{"a": "b"}}, &corev1.ConfigMap{Data: map[string]string{"a": "b"}}},
 	})
 }
 
 func TestFunction(t *testing.T) {
-	run(t, caseList{
+	run(t, Function, []defaultCase[*serverlessv1.Function]{
 		{"all defaults",
 			&serverlessv1.Function{Spec: serverlessv1.FunctionSpec{Handler: "main.handle"}},
 			&serverlessv1.Function{Spec: serverlessv1.FunctionSpec{Handler: "main.handle", Runtime: "python3", Scale: serverlessv1.FunctionScale{

@@ -12,7 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-func service(s *corev1.Service) {
+// Service defaults a Service.
+func Service(s *corev1.Service) {
 	sp := &s.Spec
 	if sp.Type == "" {
 		sp.Type = corev1.ServiceTypeClusterIP
@@ -74,9 +75,9 @@ func service(s *corev1.Service) {
 	}
 }
 
-// keepServiceAllocations copies the cluster IPs and node ports that the server allocated into
+// KeepServiceAllocations copies the cluster IPs and node ports that the server allocated into
 // an update that leaves them out.
-func keepServiceAllocations(n, o *corev1.Service) {
+func KeepServiceAllocations(n, o *corev1.Service) {
 	if n.Spec.Type == corev1.ServiceTypeExternalName || o.Spec.Type == corev1.ServiceTypeExternalName {
 		return
 	}
@@ -108,7 +109,8 @@ func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
 	return p
 }
 
-func endpoints(e *corev1.Endpoints) {
+// Endpoints defaults an Endpoints.
+func Endpoints(e *corev1.Endpoints) {
 	for i := range e.Subsets {
 		for j := range e.Subsets[i].Ports {
 			if e.Subsets[i].Ports[j].Protocol == "" {
@@ -118,7 +120,8 @@ func endpoints(e *corev1.Endpoints) {
 	}
 }
 
-func deployment(d *appsv1.Deployment) {
+// Deployment defaults a Deployment.
+func Deployment(d *appsv1.Deployment) {
 	if d.Spec.Replicas == nil {
 		d.Spec.Replicas = ptr(int32(1))
 	}
@@ -146,7 +149,8 @@ func deployment(d *appsv1.Deployment) {
 	podSpec(&d.Spec.Template.Spec, true)
 }
 
-func replicaSet(rs *appsv1.ReplicaSet) {
+// ReplicaSet defaults a ReplicaSet.
+func ReplicaSet(rs *appsv1.ReplicaSet) {
 	if rs.Spec.Replicas == nil {
 		rs.Spec.Replicas = ptr(int32(1))
 	}
@@ -161,7 +165,8 @@ const (
 	labelLegacyControllerUID = "controller-uid"
 )
 
-func job(j *batchv1.Job) {
+// Job defaults a Job.
+func Job(j *batchv1.Job) {
 	if j.Spec.Selector == nil && (j.Spec.ManualSelector == nil || !*j.Spec.ManualSelector) {
 		generateJobSelector(j)
 	}
@@ -222,9 +227,9 @@ func generateJobSelector(j *batchv1.Job) {
 	j.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
 }
 
-// keepJobSelector carries a generated selector and its template labels into an update that
+// KeepJobSelector carries a generated selector and its template labels into an update that
 // leaves them out.
-func keepJobSelector(n, o *batchv1.Job) {
+func KeepJobSelector(n, o *batchv1.Job) {
 	if n.Spec.Selector != nil || o.Spec.Selector == nil {
 		return
 	}
@@ -244,7 +249,8 @@ func keepJobSelector(n, o *batchv1.Job) {
 	}
 }
 
-func hpa(h *autoscalingv2.HorizontalPodAutoscaler) {
+// HorizontalPodAutoscaler defaults a HorizontalPodAutoscaler.
+func HorizontalPodAutoscaler(h *autoscalingv2.HorizontalPodAutoscaler) {
 	if h.Spec.MinReplicas == nil {
 		h.Spec.MinReplicas = ptr(int32(1))
 	}

@@ -77,7 +77,7 @@ func (r *Registry) strategy(res *scheme.Resource) Strategy {
 	if st, ok := r.strategies[res]; ok {
 		return st
 	}
-	return generic{res: res}
+	return newUnregistered(res)
 }
 
 // storageKey is /registry/<plural>/<namespace>/<name>, or without namespace for cluster scope.

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,96 +13,161 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"minik8s.io/apiserver/internal/defaults"
-	"minik8s.io/apiserver/internal/validation"
+	"minik8s.io/apiserver/internal/allocator"
 	"minik8s.io/shared/scheme"
 )
 
-// Strategy is what is special about one kind. The registry calls it at fixed points of every
-// verb; the generic implementation (embed it) does what fits most kinds, so a kind's strategy
-// overrides only what differs.
+// Strategy is a registered Kind as the verbs see it: what they call at fixed points of every
+// write, delete and list, for objects of any kind. Each method runs the Kind's hook of the
+// same name, or does what suits most kinds where the Kind has none; DefaultUpdate runs
+// KeepOnUpdate then Default, Validate and ValidateUpdate the Kind's Validation, Allocate and
+// Release the allocator where the Kind Allocates. Allocate reserves what obj needs beyond what
+// old (nil on create) holds, and undo releases it when the write does not happen; Release
+// frees what old held and obj (nil once deleted) no longer does.
 type Strategy interface {
-	// PrepareForCreate clears what a client may not set when creating: status, mostly.
 	PrepareForCreate(obj runtime.Object)
 	// PrepareForUpdate carries over from old what a write of the main endpoint keeps: status,
 	// where a status subresource owns it.
 	PrepareForUpdate(obj, old runtime.Object)
-	// Canonicalize folds write-only conveniences into the stored form.
 	Canonicalize(obj runtime.Object)
-	// Default fills defaults on create; DefaultUpdate on update, where it may carry over
-	// what the server set before and a replacing client leaves out.
 	Default(obj runtime.Object)
 	DefaultUpdate(obj, old runtime.Object)
-	// Validate and ValidateUpdate return every problem with its field path.
 	Validate(obj runtime.Object) field.ErrorList
 	ValidateUpdate(obj, old runtime.Object) field.ErrorList
-	// Allocate reserves what obj needs beyond what old (nil on create) holds; undo releases
-	// it when the write does not happen. Release frees what old held and obj (nil once
-	// deleted) no longer does.
 	Allocate(ctx context.Context, old, obj runtime.Object) (undo func(), err error)
 	Release(ctx context.Context, old, obj runtime.Object)
-	// CheckDelete refuses a deletion outright (a protected namespace).
 	CheckDelete(name string) error
-	// GracePeriod is how long obj may take to go away once deleted; 0 deletes at once.
 	GracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64
-	// GCPolicy is what happens to dependents when a delete does not say.
 	GCPolicy() GCPolicy
-	// Finalizing reports whether obj waits for something besides metadata.finalizers before
-	// it may go (a namespace with content to remove).
 	Finalizing(obj runtime.Object) bool
-	// MarkDeleting records on obj that deletion has begun (a namespace turns Terminating).
 	MarkDeleting(obj runtime.Object)
-	// Fields lists what a field selector may name, with obj's values.
+	// Fields lists what a field selector may name, with obj's values: metadata.name and
+	// metadata.namespace, and the Kind's Fields.
 	Fields(obj runtime.Object) fields.Set
 }
 
-// generic is the Strategy of kinds with nothing special, and the base of the others.
-type generic struct {
-	res *scheme.Resource
+// kindStrategy is the Strategy of Kind k: its hooks, and what suits most kinds where it has
+// none. The registry hands each kind only objects of its type.
+type kindStrategy[T runtime.Object] struct {
+	k     Kind[T]
+	alloc *allocator.Allocator
 }
 
-func (g generic) hasStatus() bool { return g.res.HasSubresource("status") }
+func (s kindStrategy[T]) hasStatus() bool { return s.k.Resource.HasSubresource("status") }
 
-func (g generic) PrepareForCreate(obj runtime.Object) {
-	if g.hasStatus() {
+func (s kindStrategy[T]) PrepareForCreate(obj runtime.Object) {
+	if s.k.PrepareForCreate != nil {
+		s.k.PrepareForCreate(obj.(T))
+	} else if s.hasStatus() {
 		resetField(obj, "Status")
 	}
 }
 
-func (g generic) PrepareForUpdate(obj, old runtime.Object) {
-	if g.hasStatus() {
+func (s kindStrategy[T]) PrepareForUpdate(obj, old runtime.Object) {
+	if s.hasStatus() {
 		copyField(obj, old, "Status")
 	}
 }
 
-func (generic) Canonicalize(runtime.Object)           {}
-func (generic) Default(obj runtime.Object)            { defaults.Apply(obj) }
-func (generic) DefaultUpdate(obj, old runtime.Object) { defaults.ApplyUpdate(obj, old) }
-
-func (generic) Validate(obj runtime.Object) field.ErrorList { return validation.ValidateCreate(obj) }
-
-func (generic) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateUpdate(obj, old)
-}
-
-func (generic) Allocate(context.Context, runtime.Object, runtime.Object) (func(), error) {
-	return func() {}, nil
-}
-
-func (generic) Release(context.Context, runtime.Object, runtime.Object) {}
-func (generic) CheckDelete(string) error                                { return nil }
-func (generic) GracePeriod(runtime.Object, *metav1.DeleteOptions) int64 { return 0 }
-func (generic) Finalizing(runtime.Object) bool                          { return false }
-func (generic) GCPolicy() GCPolicy                                      { return DeleteDependents }
-func (generic) MarkDeleting(runtime.Object)                             {}
-
-func (generic) Fields(obj runtime.Object) fields.Set {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return fields.Set{}
+func (s kindStrategy[T]) Canonicalize(obj runtime.Object) {
+	if s.k.Canonicalize != nil {
+		s.k.Canonicalize(obj.(T))
 	}
-	return fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
 }
+
+func (s kindStrategy[T]) Default(obj runtime.Object) {
+	if s.k.Default != nil {
+		s.k.Default(obj.(T))
+	}
+}
+
+func (s kindStrategy[T]) DefaultUpdate(obj, old runtime.Object) {
+	if o, ok := old.(T); ok && s.k.KeepOnUpdate != nil {
+		s.k.KeepOnUpdate(obj.(T), o)
+	}
+	s.Default(obj)
+}
+
+func (s kindStrategy[T]) Validate(obj runtime.Object) field.ErrorList {
+	t, ok := obj.(T)
+	if !ok {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
+	}
+	return s.k.Validation.ValidateCreate(t, s.k.Resource.Namespaced)
+}
+
+func (s kindStrategy[T]) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
+	n, ok := obj.(T)
+	o, sameKind := old.(T)
+	if !ok || !sameKind {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("update of %T with %T", old, obj))}
+	}
+	return s.k.Validation.ValidateUpdate(n, o)
+}
+
+func (s kindStrategy[T]) Allocate(ctx context.Context, old, obj runtime.Object) (func(), error) {
+	if !s.k.Allocates {
+		return func() {}, nil
+	}
+	return s.alloc.Allocate(ctx, old, obj)
+}
+
+func (s kindStrategy[T]) Release(ctx context.Context, old, obj runtime.Object) {
+	if s.k.Allocates {
+		s.alloc.Release(ctx, old, obj)
+	}
+}
+
+func (s kindStrategy[T]) CheckDelete(name string) error {
+	if s.k.CheckDelete == nil {
+		return nil
+	}
+	return s.k.CheckDelete(name)
+}
+
+func (s kindStrategy[T]) GracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	if s.k.GracePeriod == nil {
+		return 0
+	}
+	return s.k.GracePeriod(obj.(T), opts)
+}
+
+func (s kindStrategy[T]) GCPolicy() GCPolicy { return s.k.GCPolicy }
+
+func (s kindStrategy[T]) Finalizing(obj runtime.Object) bool {
+	return s.k.Finalizing != nil && s.k.Finalizing(obj.(T))
+}
+
+func (s kindStrategy[T]) MarkDeleting(obj runtime.Object) {
+	if s.k.MarkDeleting != nil {
+		s.k.MarkDeleting(obj.(T))
+	}
+}
+
+func (s kindStrategy[T]) Fields(obj runtime.Object) fields.Set {
+	set := fields.Set{}
+	if m, err := meta.Accessor(obj); err == nil {
+		set["metadata.name"], set["metadata.namespace"] = m.GetName(), m.GetNamespace()
+	}
+	if s.k.Fields != nil {
+		maps.Copy(set, s.k.Fields(obj.(T)))
+	}
+	return set
+}
+
+// unregistered is the Strategy of a resource no kind registered: nothing is defaulted, and
+// every write fails validation, so no unchecked object is stored.
+type unregistered struct{ kindStrategy[runtime.Object] }
+
+func newUnregistered(res *scheme.Resource) Strategy {
+	return unregistered{kindStrategy[runtime.Object]{k: Kind[runtime.Object]{Resource: res}}}
+}
+
+func (unregistered) Validate(obj runtime.Object) field.ErrorList {
+	return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
+}
+
+func (u unregistered) ValidateUpdate(obj, _ runtime.Object) field.ErrorList { return u.Validate(obj) }
 
 // checkFieldSelector rejects selectors on fields the resource does not index, as Kubernetes
 // does.

@@ -27,6 +27,9 @@ func orNone(s string) string {
 	return s
 }
 
+// Node is how kubectl get shows Nodes.
+var Node = NewPrinter(nodeColumns, nodeRow)
+
 var nodeColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Status", Type: "string", Description: "The status of the node"},
@@ -97,6 +100,9 @@ func nodeAddress(node *corev1.Node, t corev1.NodeAddressType) string {
 	return "<none>"
 }
 
+// Service is how kubectl get shows Services.
+var Service = NewPrinter(serviceColumns, serviceRow)
+
 var serviceColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Type", Type: "string", Description: corev1.ServiceSpec{}.SwaggerDoc()["type"]},
@@ -162,6 +168,9 @@ func loadBalancerIPs(ingress []corev1.LoadBalancerIngress) []string {
 	return out
 }
 
+// Endpoints is how kubectl get shows Endpoints.
+var Endpoints = NewPrinter(endpointsColumns, endpointsRow)
+
 var endpointsColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
@@ -171,6 +180,9 @@ var endpointsColumns = []metav1.TableColumnDefinition{
 func endpointsRow(ep *corev1.Endpoints, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{ep.Name, formatEndpoints(ep), age(ep.CreationTimestamp, now)}}
 }
+
+// EndpointSlice is how kubectl get shows EndpointSlices.
+var EndpointSlice = NewPrinter(endpointSliceColumns, endpointSliceRow)
 
 var endpointSliceColumns = []metav1.TableColumnDefinition{
 	nameColumn,
@@ -249,6 +261,9 @@ func formatEndpoints(ep *corev1.Endpoints) string {
 	return out
 }
 
+// Namespace is how kubectl get shows Namespaces.
+var Namespace = NewPrinter(namespaceColumns, namespaceRow)
+
 var namespaceColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Status", Type: "string", Description: "The status of the namespace"},
@@ -258,6 +273,9 @@ var namespaceColumns = []metav1.TableColumnDefinition{
 func namespaceRow(ns *corev1.Namespace, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp, now)}}
 }
+
+// Event is how kubectl get shows Events.
+var Event = NewPrinter(eventColumns, eventRow)
 
 var eventColumns = []metav1.TableColumnDefinition{
 	{Name: "Last Seen", Type: "string", Description: corev1.Event{}.SwaggerDoc()["lastTimestamp"]},
@@ -321,6 +339,9 @@ func eventSource(ev *corev1.Event) string {
 	return component + ", " + host
 }
 
+// ConfigMap is how kubectl get shows ConfigMaps.
+var ConfigMap = NewPrinter(configMapColumns, configMapRow)
+
 var configMapColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]},
@@ -331,6 +352,9 @@ func configMapRow(cm *corev1.ConfigMap, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}}
 }
 
+// ServiceAccount is how kubectl get shows ServiceAccounts.
+var ServiceAccount = NewPrinter(serviceAccountColumns, serviceAccountRow)
+
 var serviceAccountColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Secrets", Type: "string", Description: corev1.ServiceAccount{}.SwaggerDoc()["secrets"]},
@@ -340,6 +364,9 @@ var serviceAccountColumns = []metav1.TableColumnDefinition{
 func serviceAccountRow(sa *corev1.ServiceAccount, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp, now)}}
 }
+
+// Secret is how kubectl get shows Secrets.
+var Secret = NewPrinter(secretColumns, secretRow)
 
 var secretColumns = []metav1.TableColumnDefinition{
 	nameColumn,
@@ -352,6 +379,9 @@ func secretRow(s *corev1.Secret, now time.Time) metav1.TableRow {
 	// StringData is write-only and merged into Data on write, so Data is the whole count.
 	return metav1.TableRow{Cells: []any{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp, now)}}
 }
+
+// PersistentVolume is how kubectl get shows PersistentVolumes.
+var PersistentVolume = NewPrinter(persistentVolumeColumns, persistentVolumeRow)
 
 var persistentVolumeColumns = []metav1.TableColumnDefinition{
 	nameColumn,
@@ -390,6 +420,9 @@ func persistentVolumeRow(pv *corev1.PersistentVolume, now time.Time) metav1.Tabl
 		age(pv.CreationTimestamp, now), volumeMode(pv.Spec.VolumeMode),
 	}}
 }
+
+// PersistentVolumeClaim is how kubectl get shows PersistentVolumeClaims.
+var PersistentVolumeClaim = NewPrinter(persistentVolumeClaimColumns, persistentVolumeClaimRow)
 
 var persistentVolumeClaimColumns = []metav1.TableColumnDefinition{
 	nameColumn,

@@ -9,6 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Pod is how kubectl get shows Pods.
+var Pod = NewPrinter(podColumns, podRow)
+
 var podColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},

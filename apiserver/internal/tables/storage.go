@@ -14,6 +14,9 @@ const (
 	betaDefaultClassAnnotation = "storageclass.beta.kubernetes.io/is-default-class"
 )
 
+// StorageClass is how kubectl get shows StorageClasses.
+var StorageClass = NewPrinter(storageClassColumns, storageClassRow)
+
 var storageClassColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Provisioner", Type: "string", Description: "Indicates the type of the provisioner."},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,44 +29,95 @@ type Options struct {
 	NoHeaders bool
 }
 
-// printer knows the columns of one kind and how to fill them for one object of it.
-type printer struct {
-	columns []metav1.TableColumnDefinition
-	row     func(obj runtime.Object, now time.Time) (metav1.TableRow, error)
+// Printer is the table layout of one kind: its columns and how to fill them for one object.
+type Printer struct {
+	Columns []metav1.TableColumnDefinition
+	Row     func(obj runtime.Object, now time.Time) (metav1.TableRow, error)
 }
 
-// For renders obj, a typed single object or list of scheme.Scheme, as a Table. now is the
-// moment ages are measured from; passing it in keeps the output a pure function of its input.
+// NewPrinter is the Printer of a kind whose rows row fills for one object of type T.
+func NewPrinter[T runtime.Object](columns []metav1.TableColumnDefinition, row func(T, time.Time) metav1.TableRow) Printer {
+	return Printer{Columns: columns, Row: func(obj runtime.Object, now time.Time) (metav1.TableRow, error) {
+		t, ok := obj.(T)
+		if !ok {
+			var want T
+			return metav1.TableRow{}, fmt.Errorf("table row: got %T, want %T", obj, want)
+		}
+		return row(t, now), nil
+	}}
+}
+
+// registered holds the Printer of each kind that registered one; other kinds get
+// defaultPrinter.
+var registered = struct {
+	sync.RWMutex
+	printers map[schema.GroupKind]Printer
+}{printers: map[schema.GroupKind]Printer{}}
+
+// Register makes p the layout of gk's tables in For. Each served kind's registration in the
+// registry registers its Printer, when the program starts.
+func Register(gk schema.GroupKind, p Printer) {
+	registered.Lock()
+	defer registered.Unlock()
+	registered.printers[gk] = p
+}
+
+func printerOf(gk schema.GroupKind) Printer {
+	registered.RLock()
+	defer registered.RUnlock()
+	if p, ok := registered.printers[gk]; ok {
+		return p
+	}
+	return defaultPrinter
+}
+
+// For renders obj, a typed single object or list of scheme.Scheme, as a Table with the Printer
+// its kind registered. now is the moment ages are measured from; passing it in keeps the
+// output a pure function of its input.
 func For(obj runtime.Object, opts Options, now time.Time) (*metav1.Table, error) {
 	gvk, err := kindOf(obj)
 	if err != nil {
 		return nil, err
 	}
-	gk := gvk.GroupKind()
+	return printerOf(itemKind(obj, gvk).GroupKind()).render(obj, gvk, opts, now)
+}
 
+// Table renders obj, a single object or list of p's kind, as a Table; see For.
+func (p Printer) Table(obj runtime.Object, opts Options, now time.Time) (*metav1.Table, error) {
+	gvk, err := kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	return p.render(obj, gvk, opts, now)
+}
+
+// itemKind is the kind of obj's items, if it is a list (gvk is obj's kind), else gvk.
+func itemKind(obj runtime.Object, gvk schema.GroupVersionKind) schema.GroupVersionKind {
+	if meta.IsListType(obj) {
+		gvk.Kind = trimList(gvk.Kind)
+	}
+	return gvk
+}
+
+func (p Printer) render(obj runtime.Object, gvk schema.GroupVersionKind, opts Options, now time.Time) (*metav1.Table, error) {
 	var items []runtime.Object
 	isList := meta.IsListType(obj)
 	if isList {
+		var err error
 		if items, err = meta.ExtractList(obj); err != nil {
 			return nil, fmt.Errorf("extract items of %s: %w", gvk.Kind, err)
 		}
-		gk.Kind = trimList(gk.Kind)
 	} else {
 		items = []runtime.Object{obj}
 	}
-
-	p, ok := printers[gk]
-	if !ok {
-		p = defaultPrinter
-	}
-	itemGVK := gvk.GroupVersion().WithKind(gk.Kind)
+	itemGVK := itemKind(obj, gvk)
 
 	table := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "Table"},
 		Rows:     make([]metav1.TableRow, 0, len(items)),
 	}
 	if !opts.NoHeaders {
-		table.ColumnDefinitions = p.columns
+		table.ColumnDefinitions = p.Columns
 	}
 	if isList {
 		if l, err := meta.ListAccessor(obj); err == nil {
@@ -78,13 +130,13 @@ func For(obj runtime.Object, opts Options, now time.Time) (*metav1.Table, error)
 	}
 
 	for _, item := range items {
-		row, err := p.row(item, now)
+		row, err := p.Row(item, now)
 		if err != nil {
 			return nil, err
 		}
-		if len(row.Cells) != len(p.columns) {
+		if len(row.Cells) != len(p.Columns) {
 			// A mismatch would make kubectl print garbage; fail loudly in tests instead.
-			return nil, fmt.Errorf("table for %s: %d cells for %d columns", gk.Kind, len(row.Cells), len(p.columns))
+			return nil, fmt.Errorf("table for %s: %d cells for %d columns", itemGVK.Kind, len(row.Cells), len(p.Columns))
 		}
 		if row.Object, err = rowObject(item, itemGVK, opts.IncludeObject); err != nil {
 			return nil, err
@@ -162,25 +214,13 @@ func age(ts metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(ts.Time))
 }
 
-// typed adapts a printer written for one concrete type to the generic signature.
-func typed[T runtime.Object](f func(T, time.Time) metav1.TableRow) func(runtime.Object, time.Time) (metav1.TableRow, error) {
-	return func(obj runtime.Object, now time.Time) (metav1.TableRow, error) {
-		t, ok := obj.(T)
-		if !ok {
-			var want T
-			return metav1.TableRow{}, fmt.Errorf("table row: got %T, want %T", obj, want)
-		}
-		return f(t, now), nil
-	}
-}
-
 // defaultPrinter is what Kubernetes' default table convertor shows for kinds without printers.
-var defaultPrinter = printer{
-	columns: []metav1.TableColumnDefinition{
+var defaultPrinter = Printer{
+	Columns: []metav1.TableColumnDefinition{
 		nameColumn,
 		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]},
 	},
-	row: func(obj runtime.Object, _ time.Time) (metav1.TableRow, error) {
+	Row: func(obj runtime.Object, _ time.Time) (metav1.TableRow, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return metav1.TableRow{}, fmt.Errorf("table row of %T: %w", obj, err)

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
-	"minik8s.io/shared/scheme"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -34,11 +34,12 @@ func TestKindCells(t *testing.T) {
 	}}}
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	cases := []struct {
-		name string
-		obj  runtime.Object
-		want []any
+		name    string
+		printer Printer
+		obj     runtime.Object
+		want    []any
 	}{
-		{"node ready cordoned with roles", &corev1.Node{
+		{"node ready cordoned with roles", Node, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: ago(48 * time.Hour), Labels: map[string]string{
 				"node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "worker",
 			}},
@@ -49,40 +50,40 @@ func TestKindCells(t *testing.T) {
 				NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.32.3", OSImage: "Debian 12", ContainerRuntimeVersion: "docker://27.0"},
 			},
 		}, []any{"n1", "Ready,SchedulingDisabled", "control-plane,worker", "2d", "v1.32.3", "192.168.0.2", "<none>", "Debian 12", "<unknown>", "docker://27.0"}},
-		{"node without conditions", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+		{"node without conditions", Node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
 			[]any{"n2", "Unknown", "<none>", "<unknown>", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"}},
-		{"node not ready", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", CreationTimestamp: ago(time.Minute)},
+		{"node not ready", Node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", CreationTimestamp: ago(time.Minute)},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}}},
 			[]any{"n3", "NotReady", "<none>", "60s", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"}},
-		{"service node port", &corev1.Service{ObjectMeta: objMeta("web"), Spec: corev1.ServiceSpec{
+		{"service node port", Service, &corev1.Service{ObjectMeta: objMeta("web"), Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeNodePort, ClusterIPs: []string{"10.96.0.10"}, Selector: map[string]string{"app": "web"},
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}, {Port: 53, Protocol: corev1.ProtocolUDP}},
 		}}, []any{"web", "NodePort", "10.96.0.10", "<none>", "80:30080/TCP,53/UDP", "3h", "app=web"}},
-		{"service load balancer pending", &corev1.Service{ObjectMeta: objMeta("lb"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
+		{"service load balancer pending", Service, &corev1.Service{ObjectMeta: objMeta("lb"), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
 			[]any{"lb", "LoadBalancer", "<none>", "<pending>", "<none>", "3h", "<none>"}},
-		{"endpoints with more than three", &corev1.Endpoints{ObjectMeta: objMeta("web"), Subsets: []corev1.EndpointSubset{{
+		{"endpoints with more than three", Endpoints, &corev1.Endpoints{ObjectMeta: objMeta("web"), Subsets: []corev1.EndpointSubset{{
 			Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}},
 			Ports:     []corev1.EndpointPort{{Port: 80}, {Port: 443}},
 		}}}, []any{"web", "10.0.0.1:80,10.0.0.2:80,10.0.0.1:443 + 1 more...", "3h"}},
-		{"endpoints empty", &corev1.Endpoints{ObjectMeta: objMeta("none")}, []any{"none", "<none>", "3h"}},
-		{"namespace", &corev1.Namespace{ObjectMeta: objMeta("prod"), Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		{"endpoints empty", Endpoints, &corev1.Endpoints{ObjectMeta: objMeta("none")}, []any{"none", "<none>", "3h"}},
+		{"namespace", Namespace, &corev1.Namespace{ObjectMeta: objMeta("prod"), Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
 			[]any{"prod", "Active", "3h"}},
-		{"event", &corev1.Event{
+		{"event", Event, &corev1.Event{
 			ObjectMeta:     objMeta("web.1"),
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", FieldPath: "spec.containers{a}"},
 			Reason:         "Pulled", Type: "Normal", Message: " pulled \n", Count: 3,
 			FirstTimestamp: ago(10 * time.Minute), LastTimestamp: ago(2 * time.Minute),
 			Source: corev1.EventSource{Component: "kubelet", Host: "n1"},
 		}, []any{"2m", "Normal", "Pulled", "pod/web", "spec.containers{a}", "kubelet, n1", "pulled", "10m", int64(3), "web.1"}},
-		{"event from events api without count", &corev1.Event{
+		{"event from events api without count", Event, &corev1.Event{
 			ObjectMeta: objMeta("e"), InvolvedObject: corev1.ObjectReference{Kind: "Node"},
 			EventTime: metav1.NewMicroTime(now.Add(-30 * time.Second)), ReportingController: "scheduler",
 		}, []any{"30s", "", "", "node", "", "scheduler", "", "30s", int64(1), "e"}},
-		{"configmap", &corev1.ConfigMap{ObjectMeta: objMeta("cfg"), Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": nil}},
+		{"configmap", ConfigMap, &corev1.ConfigMap{ObjectMeta: objMeta("cfg"), Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": nil}},
 			[]any{"cfg", int64(2), "3h"}},
-		{"secret", &corev1.Secret{ObjectMeta: objMeta("s"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"k": nil}},
+		{"secret", Secret, &corev1.Secret{ObjectMeta: objMeta("s"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"k": nil}},
 			[]any{"s", "Opaque", int64(1), "3h"}},
-		{"persistent volume bound", &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1", CreationTimestamp: ago(time.Hour)},
+		{"persistent volume bound", PersistentVolume, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1", CreationTimestamp: ago(time.Hour)},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadWriteOnce},
@@ -92,31 +93,31 @@ func TestKindCells(t *testing.T) {
 			},
 			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
 		}, []any{"pv1", "1Gi", "RWO,RWX", "Retain", "Bound", "default/data", "local", "<unset>", "", "60m", "<unset>"}},
-		{"persistent volume claim pending", &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("data"),
+		{"persistent volume claim pending", PersistentVolumeClaim, &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("data"),
 			Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: ptr("local")},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 		}, []any{"data", "Pending", "", "", "", "local", "<unset>", "3h", "<unset>"}},
-		{"persistent volume claim bound", &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("data"),
+		{"persistent volume claim bound", PersistentVolumeClaim, &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("data"),
 			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		}, []any{"data", "Bound", "pv1", "1Gi", "RWO", "", "<unset>", "3h", "<unset>"}},
-		{"storage class defaults", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow", CreationTimestamp: ago(time.Hour)}, Provisioner: "example.com/slow"},
+		{"storage class defaults", StorageClass, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow", CreationTimestamp: ago(time.Hour)}, Provisioner: "example.com/slow"},
 			[]any{"slow", "example.com/slow", "Delete", "Immediate", false, "60m"}},
-		{"storage class default", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard", CreationTimestamp: ago(time.Hour),
+		{"storage class default", StorageClass, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard", CreationTimestamp: ago(time.Hour),
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
 			Provisioner: "minik8s.io/hostpath-shared", ReclaimPolicy: ptr(corev1.PersistentVolumeReclaimRetain),
 			VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer), AllowVolumeExpansion: ptr(true)},
 			[]any{"standard (default)", "minik8s.io/hostpath-shared", "Retain", "WaitForFirstConsumer", true, "60m"}},
-		{"deployment", &appsv1.Deployment{ObjectMeta: objMeta("web"),
+		{"deployment", Deployment, &appsv1.Deployment{ObjectMeta: objMeta("web"),
 			Spec:   appsv1.DeploymentSpec{Replicas: ptr(int32(3)), Selector: selector, Template: template},
 			Status: appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2},
 		}, []any{"web", "2/3", int64(3), int64(2), "3h", "web,log", "nginx:1.27,busybox", "app=web"}},
-		{"replicaset with defaulted replicas", &appsv1.ReplicaSet{ObjectMeta: objMeta("web-1"),
+		{"replicaset with defaulted replicas", ReplicaSet, &appsv1.ReplicaSet{ObjectMeta: objMeta("web-1"),
 			Spec:   appsv1.ReplicaSetSpec{Selector: selector, Template: template},
 			Status: appsv1.ReplicaSetStatus{Replicas: 1, ReadyReplicas: 1},
 		}, []any{"web-1", int64(1), int64(1), int64(1), "3h", "web,log", "nginx:1.27,busybox", "app=web"}},
-		{"hpa cpu utilization", &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("web"),
+		{"hpa cpu utilization", HorizontalPodAutoscaler, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("web"),
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web"},
 				MinReplicas:    ptr(int32(1)), MaxReplicas: 10,
@@ -129,54 +130,54 @@ func TestKindCells(t *testing.T) {
 					Name: corev1.ResourceCPU, Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr(int32(30))},
 				}}}},
 		}, []any{"web", "Deployment/web", "cpu: 30%/50%", "1", int64(10), int64(2), "3h"}},
-		{"hpa without metrics", &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("h"),
+		{"hpa without metrics", HorizontalPodAutoscaler, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("h"),
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "ReplicaSet", Name: "r"}, MaxReplicas: 3},
 		}, []any{"h", "ReplicaSet/r", "<none>", "<unset>", int64(3), int64(0), "3h"}},
-		{"job complete", &batchv1.Job{ObjectMeta: objMeta("pi"),
+		{"job complete", Job, &batchv1.Job{ObjectMeta: objMeta("pi"),
 			Spec: batchv1.JobSpec{Completions: ptr(int32(2)), Selector: selector, Template: template},
 			Status: batchv1.JobStatus{Succeeded: 2, StartTime: ptr(ago(time.Hour)), CompletionTime: ptr(ago(55 * time.Minute)),
 				Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
 		}, []any{"pi", "Complete", "2/2", "5m", "3h", "web,log", "nginx:1.27,busybox", "app=web"}},
-		{"job running in parallel", &batchv1.Job{ObjectMeta: objMeta("par"),
+		{"job running in parallel", Job, &batchv1.Job{ObjectMeta: objMeta("par"),
 			Spec:   batchv1.JobSpec{Parallelism: ptr(int32(3)), Template: template},
 			Status: batchv1.JobStatus{StartTime: ptr(ago(20 * time.Second))},
 		}, []any{"par", "Running", "0/1 of 3", "20s", "3h", "web,log", "nginx:1.27,busybox", "<none>"}},
-		{"ingress with tls", &networkingv1.Ingress{ObjectMeta: objMeta("ing"),
+		{"ingress with tls", Ingress, &networkingv1.Ingress{ObjectMeta: objMeta("ing"),
 			Spec: networkingv1.IngressSpec{IngressClassName: ptr("nginx"), TLS: []networkingv1.IngressTLS{{}},
 				Rules: []networkingv1.IngressRule{{Host: "a.example"}, {Host: "b.example"}}},
 			Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "1.2.3.4"}}}},
 		}, []any{"ing", "nginx", "a.example,b.example", "1.2.3.4", "80, 443", "3h"}},
-		{"ingress catch all", &networkingv1.Ingress{ObjectMeta: objMeta("all")}, []any{"all", "<none>", "*", "", "80", "3h"}},
-		{"lease", &coordinationv1.Lease{ObjectMeta: objMeta("n1"), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("n1")}},
+		{"ingress catch all", Ingress, &networkingv1.Ingress{ObjectMeta: objMeta("all")}, []any{"all", "<none>", "*", "", "80", "3h"}},
+		{"lease", Lease, &coordinationv1.Lease{ObjectMeta: objMeta("n1"), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("n1")}},
 			[]any{"n1", "n1", "3h"}},
-		{"function", &serverlessv1.Function{ObjectMeta: objMeta("hello"),
+		{"function", Function, &serverlessv1.Function{ObjectMeta: objMeta("hello"),
 			Status: serverlessv1.FunctionStatus{Phase: "Ready", Version: 3, DesiredReplicas: 2, Replicas: 3, ReadyReplicas: 1,
 				LastCallTime: ptr(ago(90 * time.Second)), Image: "minik8s-fn/default.hello:v3"}},
 			[]any{"hello", "1/2", "v3", "Ready", "90s", "3h", "python3", "minik8s-fn/default.hello:v3"}},
-		{"function never deployed nor called", &serverlessv1.Function{ObjectMeta: objMeta("new")},
+		{"function never deployed nor called", Function, &serverlessv1.Function{ObjectMeta: objMeta("new")},
 			[]any{"new", "0/0", "<none>", "Pending", "<none>", "3h", "python3", "<none>"}},
-		{"workflow", &serverlessv1.Workflow{ObjectMeta: objMeta("flow"),
+		{"workflow", Workflow, &serverlessv1.Workflow{ObjectMeta: objMeta("flow"),
 			Spec: serverlessv1.WorkflowSpec{StartAt: "a", States: map[string]serverlessv1.State{"a": {}, "b": {}}}},
 			[]any{"flow", "a", int64(2), "3h"}},
-		{"workflow execution running", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x1"),
+		{"workflow execution running", WorkflowExecution, &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x1"),
 			Spec:   serverlessv1.WorkflowExecutionSpec{Workflow: "flow"},
 			Status: serverlessv1.WorkflowExecutionStatus{Phase: "Running", StartTime: ptr(ago(time.Second)), Steps: []serverlessv1.WorkflowStep{{Name: "a"}}}},
 			[]any{"flow-x1", "flow", "Running", "1s", "3h", int64(1), "<none>"}},
-		{"workflow execution failed", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x2"),
+		{"workflow execution failed", WorkflowExecution, &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x2"),
 			Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "flow"},
 			Status: serverlessv1.WorkflowExecutionStatus{Phase: "Failed", StartTime: ptr(ago(time.Minute)), CompletionTime: ptr(ago(50 * time.Second)), DurationMilliseconds: 10250,
 				Error: "ValueError", Steps: []serverlessv1.WorkflowStep{{Name: "a"}, {Name: "b"}}, StepsOmitted: 3}},
 			[]any{"flow-x2", "flow", "Failed", "10s", "3h", int64(5), "ValueError"}},
-		{"workflow execution under a second", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x4"),
+		{"workflow execution under a second", WorkflowExecution, &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x4"),
 			Spec:   serverlessv1.WorkflowExecutionSpec{Workflow: "flow"},
 			Status: serverlessv1.WorkflowExecutionStatus{Phase: "Succeeded", StartTime: ptr(ago(time.Minute)), CompletionTime: ptr(ago(time.Minute)), DurationMilliseconds: 42}},
 			[]any{"flow-x4", "flow", "Succeeded", "42ms", "3h", int64(0), "<none>"}},
-		{"workflow execution pending", &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x3"), Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "flow"}},
+		{"workflow execution pending", WorkflowExecution, &serverlessv1.WorkflowExecution{ObjectMeta: objMeta("flow-x3"), Spec: serverlessv1.WorkflowExecutionSpec{Workflow: "flow"}},
 			[]any{"flow-x3", "flow", "Pending", "", "3h", int64(0), "<none>"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			table, err := For(tc.obj, Options{}, now)
+			table, err := tc.printer.Table(tc.obj, Options{}, now)
 			if err != nil {
 				t.Fatalf("For: %v", err)
 			}
@@ -185,38 +186,6 @@ func TestKindCells(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, table.Rows[0].Cells); diff != "" {
 				t.Errorf("cells (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// Every served kind, as object and as list, gets a table whose columns start with the name
-// (events start with LAST SEEN, as in Kubernetes) and whose rows fit the columns.
-func TestEveryServedResource(t *testing.T) {
-	for _, r := range scheme.Resources {
-		t.Run(r.Plural, func(t *testing.T) {
-			obj := r.New()
-			list := r.NewList()
-			for _, o := range []runtime.Object{obj, list} {
-				table, err := For(o, Options{}, now)
-				if err != nil {
-					t.Fatalf("For(%T): %v", o, err)
-				}
-				if len(table.ColumnDefinitions) < 2 {
-					t.Fatalf("%T: %d columns", o, len(table.ColumnDefinitions))
-				}
-				if _, ok := printers[r.GVK.GroupKind()]; !ok {
-					t.Errorf("%s has no printer of its own", r.GVK.Kind)
-				}
-				nameCols := 0
-				for _, c := range table.ColumnDefinitions {
-					if c.Format == "name" {
-						nameCols++
-					}
-				}
-				if nameCols != 1 {
-					t.Errorf("%T: %d columns with format name, want 1", o, nameCols)
-				}
 			}
 		})
 	}
@@ -231,7 +200,7 @@ func TestListTableMetaAndRowObjects(t *testing.T) {
 		},
 	}
 	t.Run("metadata by default", func(t *testing.T) {
-		table, err := For(list, Options{}, now)
+		table, err := Pod.Table(list, Options{}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +226,7 @@ func TestListTableMetaAndRowObjects(t *testing.T) {
 		}
 	})
 	t.Run("full object", func(t *testing.T) {
-		table, err := For(list, Options{IncludeObject: metav1.IncludeObject}, now)
+		table, err := Pod.Table(list, Options{IncludeObject: metav1.IncludeObject}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,11 +238,11 @@ func TestListTableMetaAndRowObjects(t *testing.T) {
 			t.Errorf("row object = %s %s %s, want v1 Pod b", got.APIVersion, got.Kind, got.Name)
 		}
 		if list.Items[1].Kind != "" {
-			t.Error("For changed the caller's object")
+			t.Error("Table changed the caller's object")
 		}
 	})
 	t.Run("none and no headers", func(t *testing.T) {
-		table, err := For(list, Options{IncludeObject: metav1.IncludeNone, NoHeaders: true}, now)
+		table, err := Pod.Table(list, Options{IncludeObject: metav1.IncludeNone, NoHeaders: true}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,13 +262,13 @@ func TestListTableMetaAndRowObjects(t *testing.T) {
 		}
 	})
 	t.Run("bad policy", func(t *testing.T) {
-		_, err := For(list, Options{IncludeObject: "Everything"}, now)
+		_, err := Pod.Table(list, Options{IncludeObject: "Everything"}, now)
 		if !errors.Is(err, ErrInvalidPolicy) {
 			t.Errorf("err = %v, want ErrInvalidPolicy", err)
 		}
 	})
 	t.Run("single object carries its resource version", func(t *testing.T) {
-		table, err := For(&list.Items[0], Options{}, now)
+		table, err := Pod.Table(&list.Items[0], Options{}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +277,7 @@ func TestListTableMetaAndRowObjects(t *testing.T) {
 		}
 	})
 	t.Run("empty list still has columns", func(t *testing.T) {
-		table, err := For(&appsv1.DeploymentList{}, Options{}, now)
+		table, err := Deployment.Table(&appsv1.DeploymentList{}, Options{}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,5 +296,33 @@ func TestPodColumnsMatchKubernetes(t *testing.T) {
 		"IP/string/1", "Node/string/1", "Nominated Node/string/1", "Readiness Gates/string/1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pod columns (-want +got):\n%s", diff)
+	}
+}
+
+// For renders a kind with the Printer it registered, and a kind that registered none with
+// the default columns, as Kubernetes' default table convertor does.
+func TestForUsesRegisteredPrinter(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: objMeta("cfg"), Data: map[string]string{"a": "1"}}
+	table, err := For(cm, Options{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(defaultPrinter.Columns, table.ColumnDefinitions); diff != "" {
+		t.Errorf("unregistered kind's columns (-want +got):\n%s", diff)
+	}
+	Register(schema.GroupKind{Kind: "ConfigMap"}, ConfigMap)
+	t.Cleanup(func() {
+		registered.Lock()
+		delete(registered.printers, schema.GroupKind{Kind: "ConfigMap"})
+		registered.Unlock()
+	})
+	for _, obj := range []runtime.Object{cm, &corev1.ConfigMapList{Items: []corev1.ConfigMap{*cm}}} {
+		table, err := For(obj, Options{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]any{"cfg", int64(1), "3h"}, table.Rows[0].Cells); diff != "" {
+			t.Errorf("%T cells (-want +got):\n%s", obj, diff)
+		}
 	}
 }

@@ -14,39 +14,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
-
-// printers holds the table layout of every kind that has one; other kinds get defaultPrinter.
-var printers = map[schema.GroupKind]printer{
-	{Kind: "Pod"}:            {podColumns, typed(podRow)},
-	{Kind: "Node"}:           {nodeColumns, typed(nodeRow)},
-	{Kind: "Service"}:        {serviceColumns, typed(serviceRow)},
-	{Kind: "Endpoints"}:      {endpointsColumns, typed(endpointsRow)},
-	{Kind: "Namespace"}:      {namespaceColumns, typed(namespaceRow)},
-	{Kind: "Event"}:          {eventColumns, typed(eventRow)},
-	{Kind: "ConfigMap"}:      {configMapColumns, typed(configMapRow)},
-	{Kind: "ServiceAccount"}: {serviceAccountColumns, typed(serviceAccountRow)},
-	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: {endpointSliceColumns, typed(endpointSliceRow)},
-	{Kind: "Secret"}:                                {secretColumns, typed(secretRow)},
-	{Kind: "PersistentVolume"}:                      {persistentVolumeColumns, typed(persistentVolumeRow)},
-	{Kind: "PersistentVolumeClaim"}:                 {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
-	{Group: "storage.k8s.io", Kind: "StorageClass"}: {storageClassColumns, typed(storageClassRow)},
-
-	{Group: "apps", Kind: "Deployment"}:                     {deploymentColumns, typed(deploymentRow)},
-	{Group: "apps", Kind: "ReplicaSet"}:                     {replicaSetColumns, typed(replicaSetRow)},
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: {hpaColumns, typed(hpaRow)},
-	{Group: "batch", Kind: "Job"}:                           {jobColumns, typed(jobRow)},
-	{Group: "networking.k8s.io", Kind: "Ingress"}:           {ingressColumns, typed(ingressRow)},
-	{Group: "coordination.k8s.io", Kind: "Lease"}:           {leaseColumns, typed(leaseRow)},
-
-	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "Function"}:          {functionColumns, typed(functionRow)},
-	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "Workflow"}:          {workflowColumns, typed(workflowRow)},
-	{Group: serverlessv1.SchemeGroupVersion.Group, Kind: "WorkflowExecution"}: {workflowExecutionColumns, typed(workflowExecutionRow)},
-}
 
 var (
 	containersColumn = metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}
@@ -70,6 +41,9 @@ func replicas(r *int32) int64 {
 	}
 	return int64(*r)
 }
+
+// Deployment is how kubectl get shows Deployments.
+var Deployment = NewPrinter(deploymentColumns, deploymentRow)
 
 var deploymentColumns = []metav1.TableColumnDefinition{
 	nameColumn,
@@ -95,6 +69,9 @@ func deploymentRow(d *appsv1.Deployment, now time.Time) metav1.TableRow {
 	}}
 }
 
+// ReplicaSet is how kubectl get shows ReplicaSets.
+var ReplicaSet = NewPrinter(replicaSetColumns, replicaSetRow)
+
 var replicaSetColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Desired", Type: "integer", Description: appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]},
@@ -113,6 +90,9 @@ func replicaSetRow(rs *appsv1.ReplicaSet, now time.Time) metav1.TableRow {
 		age(rs.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(rs.Spec.Selector),
 	}}
 }
+
+// HorizontalPodAutoscaler is how kubectl get shows HorizontalPodAutoscalers.
+var HorizontalPodAutoscaler = NewPrinter(hpaColumns, hpaRow)
 
 var hpaColumns = []metav1.TableColumnDefinition{
 	nameColumn,
@@ -229,6 +209,9 @@ func quantity(q *resource.Quantity) string {
 	return q.String()
 }
 
+// Job is how kubectl get shows Jobs.
+var Job = NewPrinter(jobColumns, jobRow)
+
 var jobColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Status", Type: "string", Description: "Status of the job."},
@@ -288,6 +271,9 @@ func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) bool {
 	return false
 }
 
+// Ingress is how kubectl get shows Ingresses.
+var Ingress = NewPrinter(ingressColumns, ingressRow)
+
 var ingressColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Class", Type: "string", Description: "The name of the IngressClass resource that should be used for additional configuration"},
@@ -336,6 +322,9 @@ func ingressRow(in *networkingv1.Ingress, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{in.Name, class, hostCell, strings.Join(addrs, ","), ports, age(in.CreationTimestamp, now)}}
 }
 
+// Lease is how kubectl get shows Leases.
+var Lease = NewPrinter(leaseColumns, leaseRow)
+
 var leaseColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},
@@ -349,6 +338,9 @@ func leaseRow(l *coordinationv1.Lease, now time.Time) metav1.TableRow {
 	}
 	return metav1.TableRow{Cells: []any{l.Name, holder, age(l.CreationTimestamp, now)}}
 }
+
+// Function is how kubectl get shows Functions.
+var Function = NewPrinter(functionColumns, functionRow)
 
 var functionColumns = []metav1.TableColumnDefinition{
 	nameColumn,
@@ -383,6 +375,9 @@ func functionRow(f *serverlessv1.Function, now time.Time) metav1.TableRow {
 	}}
 }
 
+// Workflow is how kubectl get shows Workflows.
+var Workflow = NewPrinter(workflowColumns, workflowRow)
+
 var workflowColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Start At", Type: "string", Description: "State the workflow starts at."},
@@ -393,6 +388,9 @@ var workflowColumns = []metav1.TableColumnDefinition{
 func workflowRow(w *serverlessv1.Workflow, now time.Time) metav1.TableRow {
 	return metav1.TableRow{Cells: []any{w.Name, w.Spec.StartAt, int64(len(w.Spec.States)), age(w.CreationTimestamp, now)}}
 }
+
+// WorkflowExecution is how kubectl get shows WorkflowExecutions.
+var WorkflowExecution = NewPrinter(workflowExecutionColumns, workflowExecutionRow)
 
 var workflowExecutionColumns = []metav1.TableColumnDefinition{
 	nameColumn,

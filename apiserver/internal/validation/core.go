@@ -26,6 +26,9 @@ var (
 	pathTypes       = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
 )
 
+// Namespace is how Namespaces are validated; their names are DNS labels, as in Kubernetes.
+var Namespace = Rules[*corev1.Namespace]{Name: dnsLabel, Spec: validateNamespace}
+
 func validateNamespace(ns *corev1.Namespace) field.ErrorList {
 	var allErrs field.ErrorList
 	for i, f := range ns.Spec.Finalizers {
@@ -33,6 +36,9 @@ func validateNamespace(ns *corev1.Namespace) field.ErrorList {
 	}
 	return allErrs
 }
+
+// Node is how Nodes are validated.
+var Node = Rules[*corev1.Node]{Name: dnsSubdomain, Spec: validateNode, Update: validateNodeUpdate}
 
 func validateNode(n *corev1.Node) field.ErrorList {
 	var allErrs field.ErrorList
@@ -77,6 +83,9 @@ func validateNodeUpdate(n, o *corev1.Node) field.ErrorList {
 	return nil
 }
 
+// Event is how Events are validated.
+var Event = Rules[*corev1.Event]{Name: dnsSubdomain, Spec: validateEvent}
+
 func validateEvent(e *corev1.Event) field.ErrorList {
 	var allErrs field.ErrorList
 	io := field.NewPath("involvedObject")
@@ -94,6 +103,9 @@ func validateEvent(e *corev1.Event) field.ErrorList {
 	}
 	return allErrs
 }
+
+// ConfigMap is how ConfigMaps are validated.
+var ConfigMap = Rules[*corev1.ConfigMap]{Name: dnsSubdomain, Spec: validateConfigMap, Update: validateConfigMapUpdate}
 
 func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	var allErrs field.ErrorList
@@ -114,6 +126,9 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	}
 	return allErrs
 }
+
+// ServiceAccount is how ServiceAccounts are validated.
+var ServiceAccount = Rules[*corev1.ServiceAccount]{Name: dnsSubdomain, Spec: validateServiceAccount}
 
 func validateServiceAccount(sa *corev1.ServiceAccount) field.ErrorList {
 	var allErrs field.ErrorList
@@ -151,6 +166,9 @@ func immutableData(oldFlag, newFlag *bool, sameData bool) field.ErrorList {
 	}
 	return allErrs
 }
+
+// Secret is how Secrets are validated.
+var Secret = Rules[*corev1.Secret]{Name: dnsSubdomain, Spec: validateSecret, Update: validateSecretUpdate}
 
 func validateSecret(s *corev1.Secret) field.ErrorList {
 	var allErrs field.ErrorList
@@ -222,6 +240,9 @@ func validateAccessModes(modes []corev1.PersistentVolumeAccessMode, fldPath *fie
 	return allErrs
 }
 
+// PersistentVolume is how PersistentVolumes are validated.
+var PersistentVolume = Rules[*corev1.PersistentVolume]{Name: dnsSubdomain, Spec: validatePersistentVolume, Update: validatePersistentVolumeUpdate}
+
 func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	sp := field.NewPath("spec")
 	spec := &pv.Spec
@@ -271,6 +292,9 @@ func validatePersistentVolumeUpdate(n, o *corev1.PersistentVolume) field.ErrorLi
 	}
 	return append(allErrs, apivalidation.ValidateImmutableField(n.Spec.VolumeMode, o.Spec.VolumeMode, sp.Child("volumeMode"))...)
 }
+
+// PersistentVolumeClaim is how PersistentVolumeClaims are validated.
+var PersistentVolumeClaim = Rules[*corev1.PersistentVolumeClaim]{Name: dnsSubdomain, Spec: validatePersistentVolumeClaim, Update: validatePersistentVolumeClaimUpdate}
 
 func validatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
 	sp := field.NewPath("spec")
@@ -323,6 +347,9 @@ func validatePersistentVolumeClaimUpdate(n, o *corev1.PersistentVolumeClaim) fie
 	}
 	return allErrs
 }
+
+// Ingress is how Ingresses are validated.
+var Ingress = Rules[*networkingv1.Ingress]{Name: dnsSubdomain, Spec: validateIngress}
 
 func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	sp := field.NewPath("spec")
@@ -420,6 +447,9 @@ func validateIngressBackend(b *networkingv1.IngressBackend, fldPath *field.Path)
 	}
 	return allErrs
 }
+
+// Lease is how Leases are validated.
+var Lease = Rules[*coordinationv1.Lease]{Name: dnsSubdomain, Spec: validateLease}
 
 func validateLease(l *coordinationv1.Lease) field.ErrorList {
 	sp := field.NewPath("spec")

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"minik8s.io/shared/scheme"
+	"minik8s.io/apiserver/internal/defaults"
 )
 
 func TestService(t *testing.T) {
-	runCreate(t, newService, []createCase[*corev1.Service]{
+	runCreate(t, Service, defaults.Service, newService, []createCase[*corev1.Service]{
 		{name: "valid"},
 		{name: "name must be DNS-1035", mutate: func(s *corev1.Service) { s.Name = "1web" }, want: []problem{inv("metadata.name")}},
 		{name: "ports required", mutate: func(s *corev1.Service) { s.Spec.Ports = nil }, want: []problem{req("spec.ports")}},
@@ -51,7 +51,7 @@ func TestService(t *testing.T) {
 		}, want: []problem{dup("spec.ports[1]")}},
 	})
 	withIP := func() *corev1.Service { s := newService(); s.Spec.ClusterIP = "10.96.0.10"; return s }
-	runUpdate(t, withIP, []updateCase[*corev1.Service]{
+	runUpdate(t, Service, defaults.Service, withIP, []updateCase[*corev1.Service]{
 		{name: "selector may change", mutate: func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "v2"} }},
 		{name: "cluster IP immutable", mutate: func(s *corev1.Service) {
 			s.Spec.ClusterIP = "10.96.0.11"
@@ -67,7 +67,7 @@ func TestEndpoints(t *testing.T) {
 			Ports:     []corev1.EndpointPort{{Name: "http", Port: 80}},
 		}}}
 	}
-	runCreate(t, good, []createCase[*corev1.Endpoints]{
+	runCreate(t, Endpoints, defaults.Endpoints, good, []createCase[*corev1.Endpoints]{
 		{name: "valid"},
 		{name: "ip", mutate: func(e *corev1.Endpoints) { e.Subsets[0].Addresses[0].IP = "pod-1" }, want: []problem{inv("subsets[0].addresses[0].ip")}},
 		{name: "port", mutate: func(e *corev1.Endpoints) { e.Subsets[0].Ports[0].Port = 99999 }, want: []problem{inv("subsets[0].ports[0].port")}},
@@ -82,7 +82,7 @@ func TestEndpointSlice(t *testing.T) {
 			Ports:     []discoveryv1.EndpointPort{{Name: &name, Port: &port}}}
 	}
 	bad := int32(0)
-	runCreate(t, good, []createCase[*discoveryv1.EndpointSlice]{
+	runCreate(t, EndpointSlice, nil, good, []createCase[*discoveryv1.EndpointSlice]{
 		{name: "valid"},
 		{name: "no address type", mutate: func(e *discoveryv1.EndpointSlice) { e.AddressType = "" }, want: []problem{req("addressType")}},
 		{name: "unknown address type", mutate: func(e *discoveryv1.EndpointSlice) { e.AddressType = "IPv5" }, want: []problem{{field.ErrorTypeNotSupported, "addressType"}}},
@@ -93,7 +93,7 @@ func TestEndpointSlice(t *testing.T) {
 }
 
 func TestClusterScoped(t *testing.T) {
-	runCreate(t, func() *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}} }, []createCase[*corev1.Namespace]{
+	runCreate(t, Namespace, defaults.Namespace, func() *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}} }, []createCase[*corev1.Namespace]{
 		{name: "valid"},
 		{name: "label not subdomain", mutate: func(n *corev1.Namespace) { n.Name = "team.a" }, want: []problem{inv("metadata.name")}},
 		{name: "namespace forbidden", mutate: func(n *corev1.Namespace) { n.Namespace = "default" }, want: []problem{forb("metadata.namespace")}},
@@ -102,15 +102,15 @@ func TestClusterScoped(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24"},
 			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
 	}
-	runCreate(t, node, []createCase[*corev1.Node]{
+	runCreate(t, Node, defaults.Node, node, []createCase[*corev1.Node]{
 		{name: "valid"},
 		{name: "pod CIDR", mutate: func(n *corev1.Node) { n.Spec.PodCIDR = "10.244.1.0" }, want: []problem{inv("spec.podCIDR")}},
 		{name: "taint effect", mutate: func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: "Never"}} }, want: []problem{nsup("spec.taints[0].effect")}},
 	})
-	runUpdate(t, node, []updateCase[*corev1.Node]{
+	runUpdate(t, Node, defaults.Node, node, []updateCase[*corev1.Node]{
 		{name: "pod CIDR fixed", mutate: func(n *corev1.Node) { n.Spec.PodCIDR = "10.244.2.0/24" }, want: []problem{forb("spec.podCIDR")}},
 	})
-	runCreate(t, newPV, []createCase[*corev1.PersistentVolume]{
+	runCreate(t, PersistentVolume, defaults.PersistentVolume, newPV, []createCase[*corev1.PersistentVolume]{
 		{name: "valid"},
 		{name: "capacity required", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.Capacity = nil }, want: []problem{req("spec.capacity")}},
 		{name: "access modes required", mutate: func(pv *corev1.PersistentVolume) { pv.Spec.AccessModes = nil }, want: []problem{req("spec.accessModes")}},
@@ -130,7 +130,7 @@ func TestClusterScoped(t *testing.T) {
 	sc := func() *storagev1.StorageClass {
 		return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "minik8s.io/hostpath-shared"}
 	}
-	runCreate(t, sc, []createCase[*storagev1.StorageClass]{
+	runCreate(t, StorageClass, defaults.StorageClass, sc, []createCase[*storagev1.StorageClass]{
 		{name: "valid"},
 		{name: "provisioner required", mutate: func(s *storagev1.StorageClass) { s.Provisioner = "" }, want: []problem{req("provisioner")}},
 		{name: "provisioner name", mutate: func(s *storagev1.StorageClass) { s.Provisioner = "a b" }, want: []problem{inv("provisioner")}},
@@ -139,7 +139,7 @@ func TestClusterScoped(t *testing.T) {
 		{name: "binding mode", mutate: func(s *storagev1.StorageClass) { s.VolumeBindingMode = ptr(storagev1.VolumeBindingMode("Later")) },
 			want: []problem{nsup("volumeBindingMode")}},
 	})
-	runUpdate(t, sc, []updateCase[*storagev1.StorageClass]{
+	runUpdate(t, StorageClass, defaults.StorageClass, sc, []updateCase[*storagev1.StorageClass]{
 		{name: "default annotation", mutate: func(s *storagev1.StorageClass) {
 			s.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
 		}},
@@ -153,25 +153,25 @@ func TestConfigAndSecret(t *testing.T) {
 	cm := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: meta("cfg"), Data: map[string]string{"app.conf": "x"}}
 	}
-	runCreate(t, cm, []createCase[*corev1.ConfigMap]{
+	runCreate(t, ConfigMap, nil, cm, []createCase[*corev1.ConfigMap]{
 		{name: "valid"},
 		{name: "bad key", mutate: func(c *corev1.ConfigMap) { c.Data["a/b"] = "" }, want: []problem{inv("data[a/b]")}},
 		{name: "too large", mutate: func(c *corev1.ConfigMap) { c.Data["big"] = strings.Repeat("x", 1<<20) }, want: []problem{long("data")}},
 	})
 	immutable := func() *corev1.ConfigMap { c := cm(); c.Immutable = ptr(true); return c }
-	runUpdate(t, immutable, []updateCase[*corev1.ConfigMap]{
+	runUpdate(t, ConfigMap, nil, immutable, []updateCase[*corev1.ConfigMap]{
 		{name: "data frozen", mutate: func(c *corev1.ConfigMap) { c.Data["app.conf"] = "y" }, want: []problem{forb("data")}},
 	})
 	secret := func() *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: meta("tls"), Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}}
 	}
-	runCreate(t, secret, []createCase[*corev1.Secret]{
+	runCreate(t, Secret, defaults.Secret, secret, []createCase[*corev1.Secret]{
 		{name: "valid"},
 		{name: "tls key required", mutate: func(s *corev1.Secret) { delete(s.Data, "tls.key") }, want: []problem{req("data[tls.key]")}},
 		{name: "opaque by default", mutate: func(s *corev1.Secret) { s.Type = "" }},
 	})
-	runUpdate(t, secret, []updateCase[*corev1.Secret]{
+	runUpdate(t, Secret, defaults.Secret, secret, []updateCase[*corev1.Secret]{
 		{name: "type immutable", mutate: func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }, want: []problem{inv("type")}},
 	})
 }
@@ -180,13 +180,13 @@ func TestOtherNamespaced(t *testing.T) {
 	event := func() *corev1.Event {
 		return &corev1.Event{ObjectMeta: meta("web.1"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"}}
 	}
-	runCreate(t, event, []createCase[*corev1.Event]{
+	runCreate(t, Event, nil, event, []createCase[*corev1.Event]{
 		{name: "valid"},
 		{name: "involved object required", mutate: func(e *corev1.Event) { e.InvolvedObject = corev1.ObjectReference{} },
 			want: []problem{req("involvedObject.kind"), req("involvedObject.name")}},
 		{name: "namespace mismatch", mutate: func(e *corev1.Event) { e.InvolvedObject.Namespace = "other" }, want: []problem{inv("involvedObject.namespace")}},
 	})
-	runCreate(t, newPVC, []createCase[*corev1.PersistentVolumeClaim]{
+	runCreate(t, PersistentVolumeClaim, defaults.PersistentVolumeClaim, newPVC, []createCase[*corev1.PersistentVolumeClaim]{
 		{name: "valid"},
 		{name: "storage required", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.Resources.Requests = nil }, want: []problem{req("spec.resources[storage]")}},
 		{name: "access mode", mutate: func(p *corev1.PersistentVolumeClaim) {
@@ -194,7 +194,7 @@ func TestOtherNamespaced(t *testing.T) {
 		},
 			want: []problem{nsup("spec.accessModes")}},
 	})
-	runUpdate(t, newPVC, []updateCase[*corev1.PersistentVolumeClaim]{
+	runUpdate(t, PersistentVolumeClaim, defaults.PersistentVolumeClaim, newPVC, []updateCase[*corev1.PersistentVolumeClaim]{
 		{name: "grow", mutate: func(p *corev1.PersistentVolumeClaim) {
 			p.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
 		}},
@@ -210,10 +210,10 @@ func TestOtherNamespaced(t *testing.T) {
 		{name: "volume name set once", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.VolumeName = "pv1" }},
 	})
 	classed := func() *corev1.PersistentVolumeClaim { p := newPVC(); p.Spec.StorageClassName = ptr("fast"); return p }
-	runUpdate(t, classed, []updateCase[*corev1.PersistentVolumeClaim]{
+	runUpdate(t, PersistentVolumeClaim, defaults.PersistentVolumeClaim, classed, []updateCase[*corev1.PersistentVolumeClaim]{
 		{name: "class fixed", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("slow") }, want: []problem{forb("spec")}},
 	})
-	runCreate(t, newPVC, []createCase[*corev1.PersistentVolumeClaim]{
+	runCreate(t, PersistentVolumeClaim, defaults.PersistentVolumeClaim, newPVC, []createCase[*corev1.PersistentVolumeClaim]{
 		{name: "class name", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("Fast_Disk") }, want: []problem{inv("spec.storageClassName")}},
 		{name: "no class", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.StorageClassName = ptr("") }},
 		{name: "selector", mutate: func(p *corev1.PersistentVolumeClaim) {
@@ -221,7 +221,7 @@ func TestOtherNamespaced(t *testing.T) {
 		}, want: []problem{inv("spec.selector.matchExpressions[0].operator")}},
 	})
 	path0 := func(i *networkingv1.Ingress) *networkingv1.HTTPIngressPath { return &i.Spec.Rules[0].HTTP.Paths[0] }
-	runCreate(t, newIngress, []createCase[*networkingv1.Ingress]{
+	runCreate(t, Ingress, nil, newIngress, []createCase[*networkingv1.Ingress]{
 		{name: "valid"},
 		{name: "pathType required", mutate: func(i *networkingv1.Ingress) { path0(i).PathType = nil }, want: []problem{req("spec.rules[0].http.paths[0].pathType")}},
 		{name: "pathType enum", mutate: func(i *networkingv1.Ingress) { path0(i).PathType = ptr(networkingv1.PathType("Regex")) },
@@ -232,31 +232,8 @@ func TestOtherNamespaced(t *testing.T) {
 		{name: "ip host", mutate: func(i *networkingv1.Ingress) { i.Spec.Rules[0].Host = "10.0.0.1" }, want: []problem{inv("spec.rules[0].host")}},
 		{name: "nothing routed", mutate: func(i *networkingv1.Ingress) { i.Spec.Rules = nil }, want: []problem{inv("spec")}},
 	})
-	runCreate(t, newLease, []createCase[*coordinationv1.Lease]{
+	runCreate(t, Lease, nil, newLease, []createCase[*coordinationv1.Lease]{
 		{name: "valid"},
 		{name: "duration", mutate: func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr(int32(0)) }, want: []problem{inv("spec.leaseDurationSeconds")}},
 	})
-}
-
-// TestEveryServedKind makes sure no served kind falls through to "no validation": adding a
-// kind to scheme.Resources without rules here fails this test.
-func TestEveryServedKind(t *testing.T) {
-	for _, r := range scheme.Resources {
-		t.Run(r.Plural, func(t *testing.T) {
-			obj := r.New()
-			for _, e := range ValidateCreate(obj) {
-				if e.Type == field.ErrorTypeInternal {
-					t.Fatalf("ValidateCreate(%T): %v", obj, e)
-				}
-			}
-			for _, e := range ValidateUpdate(obj, r.New()) {
-				if e.Type == field.ErrorTypeInternal {
-					t.Fatalf("ValidateUpdate(%T): %v", obj, e)
-				}
-			}
-		})
-	}
-	if errs := ValidateUpdate(newPod(), newService()); len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
-		t.Errorf("update across kinds: got %v, want one internal error", errs)
-	}
 }

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"minik8s.io/apiserver/internal/defaults"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/scheme"
 )
 
 // problem is the part of a field.Error a test pins down: the kind of error and where.
@@ -48,8 +48,9 @@ type createCase[T runtime.Object] struct {
 	want   []problem
 }
 
-// runCreate defaults each mutated fixture and validates it, as the apiserver does on create.
-func runCreate[T runtime.Object](t *testing.T, fixture func() T, cases []createCase[T]) {
+// runCreate defaults each mutated fixture and validates it as a kind with rules, as the
+// apiserver does on create; def is the kind's defaults (nil: it has none).
+func runCreate[T runtime.Object](t *testing.T, rules Rules[T], def func(T), fixture func() T, cases []createCase[T]) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,8 +58,8 @@ func runCreate[T runtime.Object](t *testing.T, fixture func() T, cases []createC
 			if tc.mutate != nil {
 				tc.mutate(obj)
 			}
-			defaults.Apply(obj)
-			check(t, ValidateCreate(obj), tc.want)
+			applyDefaults(def, obj)
+			check(t, rules.ValidateCreate(obj, namespaced(t, obj)), tc.want)
 		})
 	}
 }
@@ -70,17 +71,37 @@ type updateCase[T runtime.Object] struct {
 }
 
 // runUpdate validates a mutated copy of the defaulted fixture as an update of the original.
-func runUpdate[T runtime.Object](t *testing.T, fixture func() T, cases []updateCase[T]) {
+func runUpdate[T runtime.Object](t *testing.T, rules Rules[T], def func(T), fixture func() T, cases []updateCase[T]) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			old := fixture()
-			defaults.Apply(old)
+			applyDefaults(def, old)
 			n := old.DeepCopyObject().(T)
 			tc.mutate(n)
-			check(t, ValidateUpdate(n, old), tc.want)
+			check(t, rules.ValidateUpdate(n, old), tc.want)
 		})
 	}
+}
+
+func applyDefaults[T runtime.Object](def func(T), obj T) {
+	if def != nil {
+		def(obj)
+	}
+}
+
+// namespaced reports whether obj's kind is, as scheme.Resources says.
+func namespaced(t *testing.T, obj runtime.Object) bool {
+	t.Helper()
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := scheme.ByGVK(gvks[0])
+	if !ok {
+		t.Fatalf("%T is not a served kind", obj)
+	}
+	return res.Namespaced
 }
 
 func req(f string) problem  { return problem{field.ErrorTypeRequired, f} }

@@ -28,6 +28,9 @@ var (
 	maxDeadlineRange = validation.InclusiveRangeError(1, 2147483647)
 )
 
+// Pod is how Pods are validated.
+var Pod = Rules[*corev1.Pod]{Name: dnsSubdomain, Spec: validatePod, Update: validatePodUpdate}
+
 func validatePod(p *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
 	allErrs := validatePodSpec(&p.Spec, specPath)

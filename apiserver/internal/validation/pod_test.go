@@ -7,11 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"minik8s.io/apiserver/internal/defaults"
 )
 
 func TestPodCreate(t *testing.T) {
 	c0 := func(p *corev1.Pod) *corev1.Container { return &p.Spec.Containers[0] }
-	runCreate(t, newPod, []createCase[*corev1.Pod]{
+	runCreate(t, Pod, defaults.Pod, newPod, []createCase[*corev1.Pod]{
 		{name: "valid"},
 		{name: "name required", mutate: func(p *corev1.Pod) { p.Name = "" }, want: []problem{req("metadata.name")}},
 		{name: "name not a subdomain", mutate: func(p *corev1.Pod) { p.Name = "Web_1" }, want: []problem{inv("metadata.name")}},
@@ -81,7 +83,7 @@ func TestPodCreate(t *testing.T) {
 }
 
 func TestPodUpdate(t *testing.T) {
-	runUpdate(t, newPod, []updateCase[*corev1.Pod]{
+	runUpdate(t, Pod, defaults.Pod, newPod, []updateCase[*corev1.Pod]{
 		{name: "image may change", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:1.28" }},
 		{name: "labels may change", mutate: func(p *corev1.Pod) { p.Labels = map[string]string{"v": "2"} }},
 		{name: "toleration may be added", mutate: func(p *corev1.Pod) {

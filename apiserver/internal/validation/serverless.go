@@ -19,6 +19,9 @@ var runtimes = []string{"python3"}
 // maxFunctionSource bounds a Function's code, which is stored inline in etcd.
 const maxFunctionSource = 1 << 20
 
+// Function is how Functions are validated; their names are DNS labels.
+var Function = Rules[*serverlessv1.Function]{Name: dnsLabel, Spec: validateFunction}
+
 func validateFunction(f *serverlessv1.Function) field.ErrorList {
 	sp := field.NewPath("spec")
 	spec := &f.Spec

@@ -3,11 +3,12 @@ package validation
 import (
 	"testing"
 
+	"minik8s.io/apiserver/internal/defaults"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
 
 func TestFunction(t *testing.T) {
-	runCreate(t, newFunction, []createCase[*serverlessv1.Function]{
+	runCreate(t, Function, defaults.Function, newFunction, []createCase[*serverlessv1.Function]{
 		{name: "valid"},
 		{name: "package handler", mutate: func(f *serverlessv1.Function) {
 			f.Spec.Handler = "app.api.handle"

@@ -28,6 +28,9 @@ const (
 
 const ipMessage = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
+// Service is how Services are validated; their names are DNS-1035 labels, as in Kubernetes.
+var Service = Rules[*corev1.Service]{Name: dns1035Label, Spec: validateService, Update: validateServiceUpdate}
+
 func validateService(s *corev1.Service) field.ErrorList {
 	var allErrs field.ErrorList
 	sp := field.NewPath("spec")
@@ -141,6 +144,9 @@ func validateServiceUpdate(newSvc, oldSvc *corev1.Service) field.ErrorList {
 	return apivalidation.ValidateImmutableField(newSvc.Spec.ClusterIP, oldSvc.Spec.ClusterIP, field.NewPath("spec", "clusterIP"))
 }
 
+// Endpoints is how Endpoints are validated.
+var Endpoints = Rules[*corev1.Endpoints]{Name: dnsSubdomain, Spec: validateEndpoints}
+
 func validateEndpoints(e *corev1.Endpoints) field.ErrorList {
 	var allErrs field.ErrorList
 	for i, ss := range e.Subsets {
@@ -194,6 +200,9 @@ const (
 	maxSliceEndpoints = 1000
 	maxSlicePorts     = 100
 )
+
+// EndpointSlice is how EndpointSlices are validated.
+var EndpointSlice = Rules[*discoveryv1.EndpointSlice]{Name: dnsSubdomain, Spec: validateEndpointSlice}
 
 func validateEndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
 	allErrs := enum(field.NewPath("addressType"), es.AddressType, addressTypes)

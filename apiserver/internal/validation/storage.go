@@ -15,6 +15,9 @@ var (
 	bindingModes         = []storagev1.VolumeBindingMode{storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer}
 )
 
+// StorageClass is how StorageClasses are validated.
+var StorageClass = Rules[*storagev1.StorageClass]{Name: dnsSubdomain, Spec: validateStorageClass, Update: validateStorageClassUpdate}
+
 func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	var allErrs field.ErrorList
 	pp := field.NewPath("provisioner")

@@ -26,6 +26,9 @@ const (
 	maxChoiceDepth     = 16
 )
 
+// Workflow is how Workflows are validated.
+var Workflow = Rules[*serverlessv1.Workflow]{Name: dnsSubdomain, Spec: validateWorkflow}
+
 func validateWorkflow(w *serverlessv1.Workflow) field.ErrorList {
 	sp := field.NewPath("spec")
 	allErrs := validateMachine(w.Spec.StartAt, w.Spec.States, sp)
@@ -439,6 +442,9 @@ func validateFlow(startAt string, states map[string]serverlessv1.State, statesPa
 	}
 	return allErrs
 }
+
+// WorkflowExecution is how WorkflowExecutions are validated.
+var WorkflowExecution = Rules[*serverlessv1.WorkflowExecution]{Name: dnsSubdomain, Spec: validateWorkflowExecution, Update: validateWorkflowExecutionUpdate}
 
 func validateWorkflowExecution(e *serverlessv1.WorkflowExecution) field.ErrorList {
 	sp := field.NewPath("spec")

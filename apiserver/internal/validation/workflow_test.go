@@ -19,7 +19,7 @@ func TestWorkflow(t *testing.T) {
 	}
 	json := func(s string) *serverlessv1.JSON { return serverlessv1.NewJSON([]byte(s)) }
 	n1 := R{Variable: "$.n", NumericEquals: ptr(1.0)}
-	runCreate(t, newWorkflow, []createCase[*serverlessv1.Workflow]{
+	runCreate(t, Workflow, nil, newWorkflow, []createCase[*serverlessv1.Workflow]{
 		{name: "valid"},
 		{name: "every state type", mutate: func(w *serverlessv1.Workflow) {
 			w.Spec.StartAt = "p"
@@ -146,14 +146,14 @@ func TestWorkflowExecution(t *testing.T) {
 		return &serverlessv1.WorkflowExecution{ObjectMeta: meta("flow-abc"), Spec: serverlessv1.WorkflowExecutionSpec{
 			Workflow: "flow", Input: serverlessv1.NewJSON([]byte(`{"n":1}`))}}
 	}
-	runCreate(t, fixture, []createCase[*serverlessv1.WorkflowExecution]{
+	runCreate(t, WorkflowExecution, nil, fixture, []createCase[*serverlessv1.WorkflowExecution]{
 		{name: "valid"},
 		{name: "no input", mutate: func(e *serverlessv1.WorkflowExecution) { e.Spec.Input = nil }},
 		{name: "workflow required", mutate: func(e *serverlessv1.WorkflowExecution) { e.Spec.Workflow = "" }, want: []problem{req("spec.workflow")}},
 		{name: "workflow name", mutate: func(e *serverlessv1.WorkflowExecution) { e.Spec.Workflow = "Flow!" }, want: []problem{inv("spec.workflow")}},
 		{name: "phase", mutate: func(e *serverlessv1.WorkflowExecution) { e.Status.Phase = "Done" }, want: []problem{nsup("status.phase")}},
 	})
-	runUpdate(t, fixture, []updateCase[*serverlessv1.WorkflowExecution]{
+	runUpdate(t, WorkflowExecution, nil, fixture, []updateCase[*serverlessv1.WorkflowExecution]{
 		{name: "status", mutate: func(e *serverlessv1.WorkflowExecution) {
 			e.Status.Phase = serverlessv1.ExecutionSucceeded
 			e.Status.Output = serverlessv1.NewJSON([]byte(`2`))

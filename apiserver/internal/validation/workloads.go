@@ -57,6 +57,9 @@ func validateSelectorAndTemplate(sel *metav1.LabelSelector, tmpl *corev1.PodTemp
 	return allErrs
 }
 
+// Deployment is how Deployments are validated.
+var Deployment = Rules[*appsv1.Deployment]{Name: dnsSubdomain, Spec: validateDeployment, Update: validateDeploymentUpdate}
+
 func validateDeployment(d *appsv1.Deployment) field.ErrorList {
 	sp := field.NewPath("spec")
 	spec := &d.Spec
@@ -147,6 +150,9 @@ func validateDeploymentUpdate(n, o *appsv1.Deployment) field.ErrorList {
 	return apivalidation.ValidateImmutableField(n.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))
 }
 
+// ReplicaSet is how ReplicaSets are validated.
+var ReplicaSet = Rules[*appsv1.ReplicaSet]{Name: dnsSubdomain, Spec: validateReplicaSet, Update: validateReplicaSetUpdate}
+
 func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	sp := field.NewPath("spec")
 	allErrs := nonNegative(sp.Child("replicas"), rs.Spec.Replicas)
@@ -159,6 +165,9 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 func validateReplicaSetUpdate(n, o *appsv1.ReplicaSet) field.ErrorList {
 	return apivalidation.ValidateImmutableField(n.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))
 }
+
+// Job is how Jobs are validated.
+var Job = Rules[*batchv1.Job]{Name: dnsSubdomain, Spec: validateJob, Update: validateJobUpdate}
 
 func validateJob(j *batchv1.Job) field.ErrorList {
 	sp := field.NewPath("spec")
@@ -200,6 +209,9 @@ func validateJobUpdate(n, o *batchv1.Job) field.ErrorList {
 	}
 	return allErrs
 }
+
+// HorizontalPodAutoscaler is how HorizontalPodAutoscalers are validated; their names are path segments, as in Kubernetes.
+var HorizontalPodAutoscaler = Rules[*autoscalingv2.HorizontalPodAutoscaler]{Name: pathSegment, Spec: validateHPA}
 
 func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	sp := field.NewPath("spec")

@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"minik8s.io/apiserver/internal/defaults"
 )
 
 func TestDeploymentCreate(t *testing.T) {
-	runCreate(t, newDeployment, []createCase[*appsv1.Deployment]{
+	runCreate(t, Deployment, defaults.Deployment, newDeployment, []createCase[*appsv1.Deployment]{
 		{name: "valid"},
 		{name: "negative replicas", mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr(int32(-1)) }, want: []problem{inv("spec.replicas")}},
 		{name: "selector required", mutate: func(d *appsv1.Deployment) { d.Spec.Selector = nil }, want: []problem{req("spec.selector")}},
@@ -37,7 +39,7 @@ func TestDeploymentCreate(t *testing.T) {
 }
 
 func TestDeploymentUpdate(t *testing.T) {
-	runUpdate(t, newDeployment, []updateCase[*appsv1.Deployment]{
+	runUpdate(t, Deployment, defaults.Deployment, newDeployment, []updateCase[*appsv1.Deployment]{
 		{name: "scale", mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr(int32(5)) }},
 		{name: "new image", mutate: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" }},
 		{name: "selector immutable", mutate: func(d *appsv1.Deployment) {
@@ -48,12 +50,12 @@ func TestDeploymentUpdate(t *testing.T) {
 }
 
 func TestReplicaSet(t *testing.T) {
-	runCreate(t, newReplicaSet, []createCase[*appsv1.ReplicaSet]{
+	runCreate(t, ReplicaSet, defaults.ReplicaSet, newReplicaSet, []createCase[*appsv1.ReplicaSet]{
 		{name: "valid"},
 		{name: "selector mismatch", mutate: func(rs *appsv1.ReplicaSet) { rs.Spec.Template.Labels = nil }, want: []problem{inv("spec.template.metadata.labels")}},
 		{name: "negative replicas", mutate: func(rs *appsv1.ReplicaSet) { rs.Spec.Replicas = ptr(int32(-3)) }, want: []problem{inv("spec.replicas")}},
 	})
-	runUpdate(t, newReplicaSet, []updateCase[*appsv1.ReplicaSet]{
+	runUpdate(t, ReplicaSet, defaults.ReplicaSet, newReplicaSet, []updateCase[*appsv1.ReplicaSet]{
 		{name: "selector immutable", mutate: func(rs *appsv1.ReplicaSet) {
 			rs.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpExists}}
 		}, want: []problem{inv("spec.selector")}},
@@ -61,7 +63,7 @@ func TestReplicaSet(t *testing.T) {
 }
 
 func TestJob(t *testing.T) {
-	runCreate(t, newJob, []createCase[*batchv1.Job]{
+	runCreate(t, Job, defaults.Job, newJob, []createCase[*batchv1.Job]{
 		{name: "valid"},
 		{name: "restart policy required", mutate: func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = "" }, want: []problem{req("spec.template.spec.restartPolicy")}},
 		{name: "restart policy Always", mutate: func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
@@ -77,7 +79,7 @@ func TestJob(t *testing.T) {
 			j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}
 		}, want: []problem{inv("spec.template.metadata.labels")}},
 	})
-	runUpdate(t, newJob, []updateCase[*batchv1.Job]{
+	runUpdate(t, Job, defaults.Job, newJob, []updateCase[*batchv1.Job]{
 		{name: "parallelism mutable", mutate: func(j *batchv1.Job) { j.Spec.Parallelism = ptr(int32(3)) }},
 		{name: "template immutable", mutate: func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Image = "other" }, want: []problem{inv("spec.template")}},
 		{name: "selector immutable", mutate: func(j *batchv1.Job) {
@@ -87,7 +89,7 @@ func TestJob(t *testing.T) {
 }
 
 func TestHPA(t *testing.T) {
-	runCreate(t, newHPA, []createCase[*autoscalingv2.HorizontalPodAutoscaler]{
+	runCreate(t, HorizontalPodAutoscaler, defaults.HorizontalPodAutoscaler, newHPA, []createCase[*autoscalingv2.HorizontalPodAutoscaler]{
 		{name: "valid"},
 		{name: "kind required", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Kind = "" }, want: []problem{req("spec.scaleTargetRef.kind")}},
 		{name: "name required", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Name = "" }, want: []problem{req("spec.scaleTargetRef.name")}},

@@ -1,14 +1,13 @@
-package validation
+package registry
 
 import (
 	"testing"
 
 	fuzz "github.com/google/gofuzz"
-	"k8s.io/apimachinery/pkg/api/resource"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"minik8s.io/apiserver/internal/defaults"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/scheme"
 )
@@ -21,11 +20,12 @@ func FuzzTypedValidate(f *testing.F) {
 	for i := range scheme.Resources {
 		f.Add(uint8(i), int64(i), []byte("seed"))
 	}
+	sts := strategies(nil)
 	f.Fuzz(func(t *testing.T, pick uint8, seed int64, data []byte) {
 		r := scheme.Resources[int(pick)%len(scheme.Resources)]
 		fz := fuzz.NewFromGoFuzz(append(data, byte(seed), byte(seed>>8))).NilChance(0.3).NumElements(0, 3).Funcs(
-			func(q *resource.Quantity, c fuzz.Continue) {
-				*q = *resource.NewMilliQuantity(c.Int63n(2000)-500, resource.DecimalSI)
+			func(q *apiresource.Quantity, c fuzz.Continue) {
+				*q = *apiresource.NewMilliQuantity(c.Int63n(2000)-500, apiresource.DecimalSI)
 			},
 			func(v *intstr.IntOrString, c fuzz.Continue) {
 				if c.RandBool() {
@@ -85,11 +85,12 @@ func FuzzTypedValidate(f *testing.F) {
 		obj, old := r.New(), r.New()
 		fz.Fuzz(obj)
 		fz.Fuzz(old)
-		defaults.Apply(obj)
-		noInternal(t, "create", ValidateCreate(obj))
-		noInternal(t, "update", ValidateUpdate(obj, old))
-		noInternal(t, "update reversed", ValidateUpdate(old, obj))
-		defaults.ApplyUpdate(old, obj)
-		noInternal(t, "update after ApplyUpdate", ValidateUpdate(old, obj))
+		st := sts[r]
+		st.Default(obj)
+		noInternal(t, "create", st.Validate(obj))
+		noInternal(t, "update", st.ValidateUpdate(obj, old))
+		noInternal(t, "update reversed", st.ValidateUpdate(old, obj))
+		st.DefaultUpdate(old, obj)
+		noInternal(t, "update after DefaultUpdate", st.ValidateUpdate(old, obj))
 	})
 }

@@ -1,4 +1,4 @@
-package validation
+package registry
 
 import (
 	"testing"
@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"minik8s.io/apiserver/internal/defaults"
 	"minik8s.io/shared/scheme"
 )
 
@@ -127,6 +126,7 @@ func FuzzDecodeValidate(f *testing.F) {
 	f.Add(uint8(2), []byte(`{"spec":{"containers":[{}]}}`))
 	f.Add(uint8(12), []byte(`spec: {minReplicas: 0, maxReplicas: -1, metrics: [{type: Pods}]}`))
 	seeds := updateSeeds(f)
+	sts := strategies(nil)
 	decoder := scheme.Codecs.UniversalDeserializer()
 	f.Fuzz(func(t *testing.T, pick uint8, data []byte) {
 		js, err := yaml.YAMLToJSON(data)
@@ -138,27 +138,29 @@ func FuzzDecodeValidate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		kinds, _, err := scheme.Scheme.ObjectKinds(obj)
+		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
 		if err != nil {
 			return
 		}
-		if _, served := scheme.ByGVK(kinds[0]); !served {
+		res, ok := scheme.ByGVK(gvks[0])
+		if !ok {
 			return // lists, Status and other wire-only kinds are not stored
 		}
-		defaults.Apply(obj)
+		st := sts[res]
+		st.Default(obj)
 		again := obj.DeepCopyObject()
-		defaults.Apply(again)
+		st.Default(again)
 		if !equality.Semantic.DeepEqual(obj, again) {
-			t.Fatalf("defaults.Apply is not idempotent for %T", obj)
+			t.Fatalf("defaults are not idempotent for %T", obj)
 		}
-		noInternal(t, "create", ValidateCreate(obj))
-		noInternal(t, "update of itself", ValidateUpdate(obj.DeepCopyObject(), obj))
-		seed := seeds[kinds[0].Kind]
-		noInternal(t, "update of seed", ValidateUpdate(obj, seed))
-		noInternal(t, "update to seed", ValidateUpdate(seed, obj))
+		noInternal(t, "create", st.Validate(obj))
+		noInternal(t, "update of itself", st.ValidateUpdate(obj.DeepCopyObject(), obj))
+		seed := seeds[gvks[0].Kind]
+		noInternal(t, "update of seed", st.ValidateUpdate(obj, seed))
+		noInternal(t, "update to seed", st.ValidateUpdate(seed, obj))
 		replaced := obj.DeepCopyObject()
-		defaults.ApplyUpdate(replaced, seed)
-		noInternal(t, "update after ApplyUpdate", ValidateUpdate(replaced, seed))
+		st.DefaultUpdate(replaced, seed)
+		noInternal(t, "update after DefaultUpdate", st.ValidateUpdate(replaced, seed))
 	})
 }
 
@@ -190,8 +192,9 @@ func updateSeeds(f *testing.F) map[string]runtime.Object {
 		}
 		seeds[gvk.Kind] = obj
 	}
-	for _, obj := range seeds {
-		defaults.Apply(obj)
+	sts := strategies(nil)
+	for _, r := range scheme.Resources {
+		sts[r].Default(seeds[r.GVK.Kind])
 	}
 	return seeds
 }
@@ -208,9 +211,14 @@ func TestSeedManifestsValid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		res, ok := scheme.ByGVK(*gvk)
+		if !ok {
+			t.Fatalf("seed of %s: not a served kind", gvk)
+		}
+		st := strategies(nil)[res]
 		t.Run(gvk.Kind, func(t *testing.T) {
-			defaults.Apply(obj)
-			if errs := ValidateCreate(obj); len(errs) > 0 {
+			st.Default(obj)
+			if errs := st.Validate(obj); len(errs) > 0 {
 				t.Errorf("seed %s is invalid: %v", gvk.Kind, errs.ToAggregate())
 			}
 		})

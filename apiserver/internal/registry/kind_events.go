@@ -1,0 +1,33 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"minik8s.io/apiserver/internal/tables"
+	"minik8s.io/apiserver/internal/validation"
+)
+
+// Events are selectable by what they are about.
+var _ = register(Kind[*corev1.Event]{
+	Resource:   served("events"),
+	Validation: validation.Event,
+	Fields:     eventFields,
+	Table:      tables.Event,
+})
+
+func eventFields(ev *corev1.Event) fields.Set {
+	return fields.Set{
+		"involvedObject.kind":            ev.InvolvedObject.Kind,
+		"involvedObject.namespace":       ev.InvolvedObject.Namespace,
+		"involvedObject.name":            ev.InvolvedObject.Name,
+		"involvedObject.uid":             string(ev.InvolvedObject.UID),
+		"involvedObject.apiVersion":      ev.InvolvedObject.APIVersion,
+		"involvedObject.resourceVersion": ev.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath":       ev.InvolvedObject.FieldPath,
+		"reason":                         ev.Reason,
+		"reportingComponent":             ev.ReportingController,
+		"source":                         ev.Source.Component,
+		"type":                           ev.Type,
+	}
+}
