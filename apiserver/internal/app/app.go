@@ -120,39 +120,69 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cert, err := tls.LoadX509KeyPair(paths.ServingCert, paths.ServingKey)
+	cli, closeEtcd, err := connectEtcd(ctx, cfg, paths.EtcdDir, log)
 	if err != nil {
-		return fmt.Errorf("load serving certificate: %w", err)
-	}
-	var cli *clientv3.Client
-	if len(cfg.EtcdServers) == 0 {
-		emb, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{DataDir: paths.EtcdDir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL}, log)
-		if err != nil {
-			return err
-		}
-		defer emb.Close()
-		cli = emb.Client()
-	} else if cli, err = etcdstore.Dial(cfg.EtcdServers); err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer closeEtcd()
 	store := etcdstore.New(cli, 10*time.Second)
 	server.Registry.MustRegister(etcdstore.Latency)
-
-	docs, docsV2, err := newOpenAPI()
-	if err != nil {
-		return err
-	}
 	ob, publisher, err := newOutbox(cli, cfg.AMQPURL, log)
 	if err != nil {
 		return err
 	}
 	defer publisher.Close()
-	gateway, err := cfg.gateway()
+	srv, err := newServer(cfg, store, tokens, addr, log)
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{
+	https, err := newHTTPS(cfg, paths, srv, log)
+	if err != nil {
+		return err
+	}
+	log.Info("admin kubeconfig", "path", paths.AdminKubeconfig)
+	// Stopped in reverse order: HTTP first, then the background loops; etcd closes last.
+	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout + 5*time.Second, Logger: log}
+	g.Add("outbox", ob)
+	g.Add("compactor", run.Func(func(ctx context.Context) error {
+		return runCompactor(ctx, store, cfg.CompactInterval, ob.Revision, log)
+	}))
+	g.Add("namespaces", srv)
+	g.Add("https", https)
+	err = g.Run(ctx)
+	log.Info("stopped")
+	return err
+}
+
+// connectEtcd starts the embedded etcd in dir, or connects to --etcd-servers; close closes
+// what was opened.
+func connectEtcd(ctx context.Context, cfg Config, dir string, log *slog.Logger) (*clientv3.Client, func(), error) {
+	if len(cfg.EtcdServers) > 0 {
+		cli, err := etcdstore.Dial(cfg.EtcdServers)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cli, func() { cli.Close() }, nil
+	}
+	emb, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{DataDir: dir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL}, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cli := emb.Client()
+	return cli, func() { cli.Close(); emb.Close() }, nil
+}
+
+// newServer builds the API's handlers over store.
+func newServer(cfg Config, store *etcdstore.Store, tokens map[string]bootstrap.Identity, addr string, log *slog.Logger) (*server.Server, error) {
+	docs, docsV2, err := newOpenAPI()
+	if err != nil {
+		return nil, err
+	}
+	gateway, err := cfg.gateway()
+	if err != nil {
+		return nil, err
+	}
+	return server.New(server.Config{
 		Gateway: gateway,
 		Store:   store,
 		Authenticator: func(token string) (server.Identity, bool) {
@@ -176,7 +206,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}},
 			Token: adminToken(tokens),
 		},
-	})
+	}), nil
+}
+
+// newHTTPS is the API's HTTPS server, listening already: a taken port fails the start.
+func newHTTPS(cfg Config, paths *bootstrap.Paths, srv *server.Server, log *slog.Logger) (*run.HTTPServer, error) {
+	cert, err := tls.LoadX509KeyPair(paths.ServingCert, paths.ServingKey)
+	if err != nil {
+		return nil, fmt.Errorf("load serving certificate: %w", err)
+	}
 	httpSrv := &http.Server{
 		Addr:              net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort)),
 		Handler:           srv.Handler(),
@@ -190,22 +228,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	ln, err := net.Listen("tcp", httpSrv.Addr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
-
-	// Stopped in reverse order: HTTP first, then the background loops; etcd closes last.
-	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout + 5*time.Second, Logger: log}
-	g.Add("outbox", ob)
-	g.Add("compactor", run.Func(func(ctx context.Context) error {
-		return runCompactor(ctx, store, cfg.CompactInterval, ob.Revision, log)
-	}))
-	g.Add("namespaces", srv)
-	log.Info("admin kubeconfig", "path", paths.AdminKubeconfig)
 	// Watches never end by themselves: what is left after the grace period is closed.
-	g.Add("https", &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Drain: cfg.ShutdownTimeout, Logger: log})
-	err = g.Run(ctx)
-	log.Info("stopped")
-	return err
+	return &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Drain: cfg.ShutdownTimeout, Logger: log}, nil
 }
 
 // adminToken picks a system:masters token for the apiserver's own calls to kubelets.
