@@ -1,12 +1,11 @@
 package defaults
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/imageref"
 )
 
 // Pod defaults a Pod.
@@ -81,7 +80,7 @@ func podSpec(s *corev1.PodSpec, defaultRestart bool) {
 
 func container(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = pullPolicy(c.Image)
+		c.ImagePullPolicy = imageref.PullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
@@ -102,23 +101,6 @@ func container(c *corev1.Container) {
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		probe(p)
 	}
-}
-
-// pullPolicy follows Kubernetes: an image that names no tag, or the moving "latest" tag, is
-// pulled every time; a pinned tag or digest only when missing.
-func pullPolicy(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") {
-		return corev1.PullIfNotPresent
-	}
-	name := image
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		name = name[i+1:] // a registry's ":port" is not a tag
-	}
-	i := strings.LastIndex(name, ":")
-	if i < 0 || name[i+1:] == "latest" {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
 }
 
 func probe(p *corev1.Probe) {

@@ -266,17 +266,3 @@ func TestComputeActions(t *testing.T) {
 		})
 	}
 }
-
-func TestDefaultPullPolicy(t *testing.T) {
-	for image, want := range map[string]corev1.PullPolicy{
-		"busybox": corev1.PullAlways, "busybox:latest": corev1.PullAlways, "busybox:1.36": corev1.PullIfNotPresent,
-		"localhost:5000/echo": corev1.PullAlways, "localhost:5000/echo:v1": corev1.PullIfNotPresent,
-		"echo@sha256:abcd": corev1.PullIfNotPresent,
-	} {
-		t.Run(image, func(t *testing.T) {
-			if got := defaultPullPolicy(image); got != want {
-				t.Errorf("defaultPullPolicy(%q) = %s, want %s", image, got, want)
-			}
-		})
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"minik8s.io/kubelet/internal/pods/spec"
 	"minik8s.io/kubelet/internal/pods/status"
 	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/shared/imageref"
 )
 
 func podRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
@@ -342,20 +344,10 @@ func netPod(pod *corev1.Pod, sandboxID, netns string) network.Pod {
 			if p.Protocol != "" {
 				proto = string(p.Protocol)
 			}
-			np.Ports = append(np.Ports, network.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: lower(proto), HostIP: p.HostIP})
+			np.Ports = append(np.Ports, network.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: strings.ToLower(proto), HostIP: p.HostIP})
 		}
 	}
 	return np
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // startContainer pulls, creates and starts one container. Failures are not errors of the sync:
@@ -437,7 +429,7 @@ func (m *Manager) ensureImage(ctx context.Context, w *worker, pod *corev1.Pod, c
 	defer cancel()
 	policy := c.ImagePullPolicy
 	if policy == "" {
-		policy = defaultPullPolicy(c.Image)
+		policy = imageref.PullPolicy(c.Image)
 	}
 	present := policy != corev1.PullAlways && m.images.present(c.Image)
 	if !present {
@@ -490,31 +482,6 @@ func (m *Manager) ensureImage(ctx context.Context, w *worker, pod *corev1.Pod, c
 	st.waiting[c.Name] = status.Waiting{Reason: "ErrImagePull", Message: err.Error()}
 	st.out.soon(m.pulls.Delay(key))
 	return false
-}
-
-// defaultPullPolicy is Kubernetes' defaulting: Always for :latest or untagged images.
-func defaultPullPolicy(image string) corev1.PullPolicy {
-	name := image
-	if i := lastIndex(name, '@'); i >= 0 {
-		return corev1.PullIfNotPresent
-	}
-	if i := lastIndex(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	i := lastIndex(name, ':')
-	if i < 0 || name[i+1:] == "latest" {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
-}
-
-func lastIndex(s string, b byte) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == b {
-			return i
-		}
-	}
-	return -1
 }
 
 // grace is the pod's termination grace period: the deletion's when deleting.
