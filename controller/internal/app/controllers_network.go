@@ -41,21 +41,21 @@ func endpointOptions(c *Context) reconcile.Options {
 
 func newEndpoints(c *Context) run.Runnable {
 	return endpoints.New(endpoints.Config{
-		Services:  c.Informers.Services(),
-		Pods:      c.Informers.Pods(),
-		Endpoints: c.Informers.Endpoints(),
-		Writer:    client.MustFor[*corev1.Endpoints, *corev1.EndpointsList](c.Client),
-		Options:   endpointOptions(c),
+		ServiceInformer:   c.Informers.Services(),
+		PodInformer:       c.Informers.Pods(),
+		EndpointsInformer: c.Informers.Endpoints(),
+		Endpoints:         client.MustFor[*corev1.Endpoints, *corev1.EndpointsList](c.Client),
+		Options:           endpointOptions(c),
 	})
 }
 
 func newEndpointSlices(c *Context) run.Runnable {
 	return endpointslice.New(endpointslice.Config{
-		Services:             c.Informers.Services(),
-		Pods:                 c.Informers.Pods(),
-		Nodes:                c.Informers.Nodes(),
-		Slices:               c.Informers.EndpointSlices(informer.Indexers{endpointslice.ServiceIndex: endpointslice.ServiceIndexFunc}),
-		Writer:               client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c.Client),
+		ServiceInformer:      c.Informers.Services(),
+		PodInformer:          c.Informers.Pods(),
+		NodeInformer:         c.Informers.Nodes(),
+		SliceInformer:        c.Informers.EndpointSlices(informer.Indexers{endpointslice.ServiceIndex: endpointslice.ServiceIndexFunc}),
+		Slices:               client.MustFor[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c.Client),
 		MaxEndpointsPerSlice: c.Config.MaxEndpointsPerSlice,
 		Options:              endpointOptions(c),
 	})

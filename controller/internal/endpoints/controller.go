@@ -22,10 +22,10 @@ import (
 
 // Config wires a Controller.
 type Config struct {
-	// Services, Pods and Endpoints are the shared informers.
-	Services, Pods, Endpoints *informer.Informer
-	// Writer writes the Endpoints.
-	Writer client.Writer[*corev1.Endpoints]
+	// ServiceInformer, PodInformer and EndpointsInformer are the shared caches.
+	ServiceInformer, PodInformer, EndpointsInformer *informer.Informer
+	// Endpoints writes the Endpoints.
+	Endpoints client.Writer[*corev1.Endpoints]
 	// Options tune the loop; its Resync is how often every Service is reconciled again
 	// whatever the events said.
 	reconcile.Options
@@ -52,17 +52,17 @@ func New(cfg Config) *Controller {
 	}
 	c := &Controller{
 		cfg:       cfg,
-		services:  informer.NewLister[*corev1.Service](cfg.Services.Store()),
-		pods:      informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
-		endpoints: informer.NewLister[*corev1.Endpoints](cfg.Endpoints.Store()),
+		services:  informer.NewLister[*corev1.Service](cfg.ServiceInformer.Store()),
+		pods:      informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
+		endpoints: informer.NewLister[*corev1.Endpoints](cfg.EndpointsInformer.Store()),
 		log:       cfg.Logger.With("controller", "endpoint"),
 	}
 	c.Controller = reconcile.NewController("endpoint", cfg.Options).
-		For(cfg.Services).
-		Watches(cfg.Pods, backends.Services{Lister: c.services}.PodHandler).
+		For(cfg.ServiceInformer).
+		Watches(cfg.PodInformer, backends.Services{Lister: c.services}.PodHandler).
 		// Someone else changing or deleting an Endpoints gets it put back; our own writes
 		// reaching the cache end the wait for them.
-		Watches(cfg.Endpoints, func(q reconcile.Queue) informer.Handler {
+		Watches(cfg.EndpointsInformer, func(q reconcile.Queue) informer.Handler {
 			own := reconcile.EnqueueOwn()(q)
 			return informer.HandlerFuncs{
 				AddFunc: c.seen,
@@ -112,7 +112,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 			return reconcile.Result{}, nil
 		}
 		del := metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(current.UID))}
-		if err := c.cfg.Writer.Delete(ctx, ns, name, del); err != nil && !gone(err) {
+		if err := c.cfg.Endpoints.Delete(ctx, ns, name, del); err != nil && !gone(err) {
 			return reconcile.Result{}, fmt.Errorf("delete endpoints %s: %w", key, err)
 		}
 		c.log.Debug("deleted endpoints of a deleted service", "key", key)
@@ -138,7 +138,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	}
 	desired := Desired(svc, pods)
 	if current == nil {
-		out, err := c.cfg.Writer.Create(ctx, desired, metav1.CreateOptions{})
+		out, err := c.cfg.Endpoints.Create(ctx, desired, metav1.CreateOptions{})
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("create endpoints %s: %w", key, err)
 		}
@@ -152,7 +152,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	}
 	// The resourceVersion read from the cache guards the write: a Conflict means the cache
 	// is behind, and the requeue reconciles from the newer object.
-	out, err := c.cfg.Writer.Update(ctx, next, metav1.UpdateOptions{})
+	out, err := c.cfg.Endpoints.Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("update endpoints %s: %w", key, err)
 	}

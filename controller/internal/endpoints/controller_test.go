@@ -21,7 +21,7 @@ func TestReconcile(t *testing.T) {
 	pods := informer.New(informer.Config{Name: "pods"})
 	eps := informer.New(informer.Config{Name: "endpoints"})
 	w := fake.New(func() *corev1.Endpoints { return &corev1.Endpoints{} })
-	c := New(Config{Services: services, Pods: pods, Endpoints: eps, Writer: w})
+	c := New(Config{ServiceInformer: services, PodInformer: pods, EndpointsInformer: eps, Endpoints: w})
 	cache := func(inf *informer.Informer, event watch.EventType, obj runtime.Object) {
 		t.Helper()
 		if _, err := inf.Apply(event, obj); err != nil {

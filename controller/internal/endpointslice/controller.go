@@ -39,11 +39,11 @@ func ServiceIndexFunc(obj runtime.Object) ([]string, error) {
 
 // Config wires a Controller.
 type Config struct {
-	// Services, Pods, Nodes and Slices are the shared informers; Slices must have
-	// ServiceIndex.
-	Services, Pods, Nodes, Slices *informer.Informer
-	// Writer writes the EndpointSlices.
-	Writer               client.Writer[*discoveryv1.EndpointSlice]
+	// ServiceInformer, PodInformer, NodeInformer and SliceInformer are the shared caches;
+	// SliceInformer must have ServiceIndex.
+	ServiceInformer, PodInformer, NodeInformer, SliceInformer *informer.Informer
+	// Slices writes the EndpointSlices, of at most MaxEndpointsPerSlice endpoints.
+	Slices               client.Writer[*discoveryv1.EndpointSlice]
 	MaxEndpointsPerSlice int
 	reconcile.Options
 }
@@ -70,18 +70,18 @@ func New(cfg Config) *Controller {
 	}
 	c := &Controller{
 		cfg:      cfg,
-		services: informer.NewLister[*corev1.Service](cfg.Services.Store()),
-		pods:     informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
-		nodes:    informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
-		slices:   informer.NewLister[*discoveryv1.EndpointSlice](cfg.Slices.Store()),
+		services: informer.NewLister[*corev1.Service](cfg.ServiceInformer.Store()),
+		pods:     informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
+		nodes:    informer.NewLister[*corev1.Node](cfg.NodeInformer.Store()),
+		slices:   informer.NewLister[*discoveryv1.EndpointSlice](cfg.SliceInformer.Store()),
 		tracker:  newTracker(30 * time.Second),
 		log:      cfg.Logger.With("controller", "endpointslice"),
 	}
 	c.Controller = reconcile.NewController("endpointslice", cfg.Options).
-		For(cfg.Services).
-		Watches(cfg.Pods, backends.Services{Lister: c.services}.PodHandler).
-		Reads(cfg.Nodes).
-		Map(cfg.Slices, func(obj runtime.Object) []string {
+		For(cfg.ServiceInformer).
+		Watches(cfg.PodInformer, backends.Services{Lister: c.services}.PodHandler).
+		Reads(cfg.NodeInformer).
+		Map(cfg.SliceInformer, func(obj runtime.Object) []string {
 			keys, _ := ServiceIndexFunc(obj)
 			return keys
 		}).
@@ -165,7 +165,7 @@ func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
 	now := c.cfg.Clock.Now()
 	var errs []error
 	for _, s := range plan.Update {
-		out, err := c.cfg.Writer.Update(ctx, s, metav1.UpdateOptions{})
+		out, err := c.cfg.Slices.Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("update endpointslice %s/%s: %w", s.Namespace, s.Name, err))
 			continue
@@ -173,7 +173,7 @@ func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
 		c.tracker.wrote(key, out, now)
 	}
 	for _, s := range plan.Create {
-		out, err := c.cfg.Writer.Create(ctx, s, metav1.CreateOptions{})
+		out, err := c.cfg.Slices.Create(ctx, s, metav1.CreateOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create endpointslice for %s: %w", key, err))
 			continue
@@ -185,7 +185,7 @@ func (c *Controller) apply(ctx context.Context, key string, plan Plan) error {
 	}
 	for _, s := range plan.Delete {
 		del := metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(s.UID))}
-		if err := c.cfg.Writer.Delete(ctx, s.Namespace, s.Name, del); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
+		if err := c.cfg.Slices.Delete(ctx, s.Namespace, s.Name, del); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
 			errs = append(errs, fmt.Errorf("delete endpointslice %s/%s: %w", s.Namespace, s.Name, err))
 			continue
 		}
