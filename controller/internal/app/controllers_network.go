@@ -5,6 +5,7 @@ package app
 import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
@@ -63,18 +64,22 @@ func newEndpointSlices(c *Context) run.Runnable {
 
 func newIngress(c *Context) run.Runnable {
 	return ingress.New(ingress.Config{
-		Ingresses: c.Informers.Ingresses(),
-		Services:  c.Informers.Services(),
-		Pods:      c.Informers.Pods(),
-		API:       ingress.ClientAPI(c.Client),
-		Deliverer: ingress.ExecDeliverer{Config: ingress.RESTConfig(c.ClientConfig)},
-		Recorder:  c.Recorder,
-		Class:     c.Config.IngressClass,
-		Namespace: c.Config.IngressNamespace,
-		Image:     c.Config.IngressNginxImage,
-		Replicas:  c.Config.IngressNginxReplicas,
-		NodePort:  int32(c.Config.IngressNodePort),
-		Logger:    c.Logger,
+		IngressInformer: c.Informers.Ingresses(),
+		ServiceInformer: c.Informers.Services(),
+		PodInformer:     c.Informers.Pods(),
+		Namespaces:      client.MustFor[*corev1.Namespace, *corev1.NamespaceList](c.Client),
+		Services:        client.MustFor[*corev1.Service, *corev1.ServiceList](c.Client),
+		Pods:            client.MustFor[*corev1.Pod, *corev1.PodList](c.Client),
+		ConfigMaps:      client.MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](c.Client),
+		Ingresses:       client.MustFor[*networkingv1.Ingress, *networkingv1.IngressList](c.Client),
+		Deliverer:       ingress.ExecDeliverer{Config: ingress.RESTConfig(c.ClientConfig)},
+		Recorder:        c.Recorder,
+		Class:           c.Config.IngressClass,
+		Namespace:       c.Config.IngressNamespace,
+		Image:           c.Config.IngressNginxImage,
+		Replicas:        c.Config.IngressNginxReplicas,
+		NodePort:        int32(c.Config.IngressNodePort),
+		Logger:          c.Logger,
 	})
 }
 

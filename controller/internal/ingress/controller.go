@@ -13,11 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue/clock"
@@ -48,26 +50,19 @@ type Recorder interface {
 	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
 }
 
-// API is what the controller reads and writes besides its caches.
-type API interface {
-	EnsureNamespace(ctx context.Context, name string) error
-	CreateService(ctx context.Context, svc *corev1.Service) error
-	CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
-	DeletePod(ctx context.Context, pod *corev1.Pod) error
-	// AnnotatePod sets one annotation on a pod (a merge patch).
-	AnnotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error
-	// UpdateIngressStatus returns the stored Ingress.
-	UpdateIngressStatus(ctx context.Context, ing *networkingv1.Ingress) (*networkingv1.Ingress, error)
-	// RecordConfig stores the rendered configuration in the ConfigMap name of namespace.
-	RecordConfig(ctx context.Context, namespace, name string, conf []byte) error
-}
-
 // Config wires a Controller.
 type Config struct {
-	Ingresses, Services, Pods *informer.Informer
-	API                       API
-	Deliverer                 Deliverer
-	Recorder                  Recorder
+	// IngressInformer, ServiceInformer and PodInformer are the shared caches.
+	IngressInformer, ServiceInformer, PodInformer *informer.Informer
+	// Namespaces, Services, Pods and ConfigMaps write nginx's namespace, Service, pods and
+	// recorded configuration; Ingresses the Ingresses' status.
+	Namespaces client.Writer[*corev1.Namespace]
+	Services   client.Writer[*corev1.Service]
+	Pods       client.Writer[*corev1.Pod]
+	ConfigMaps client.Writer[*corev1.ConfigMap]
+	Ingresses  client.Writer[*networkingv1.Ingress]
+	Deliverer  Deliverer
+	Recorder   Recorder
 	// Class is the ingressClassName served (Ingresses naming none are served too).
 	Class string
 	// Namespace, Service and Image are where the nginx pods run, the Service in front of them
@@ -82,11 +77,11 @@ type Config struct {
 
 // Controller is the Ingress controller. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg       Config
 	ingresses informer.Lister[*networkingv1.Ingress]
 	services  informer.Lister[*corev1.Service]
 	pods      informer.Lister[*corev1.Pod]
-	loop      *reconcile.Loop
 	log       *slog.Logger
 
 	// Used by the one worker only.
@@ -124,44 +119,33 @@ func New(cfg Config) *Controller {
 	}
 	c := &Controller{
 		cfg:       cfg,
-		ingresses: informer.NewLister[*networkingv1.Ingress](cfg.Ingresses.Store()),
-		services:  informer.NewLister[*corev1.Service](cfg.Services.Store()),
-		pods:      informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		ingresses: informer.NewLister[*networkingv1.Ingress](cfg.IngressInformer.Store()),
+		services:  informer.NewLister[*corev1.Service](cfg.ServiceInformer.Store()),
+		pods:      informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		log:       cfg.Logger.With("controller", "ingress"),
 		reported:  map[string]string{},
 		created:   map[string]time.Time{},
 		deleted:   map[string]time.Time{},
 	}
-	c.loop = reconcile.New("ingress", cfg.Clock)
-	// One worker: the configuration is one, and deliveries to a pod must not overlap.
-	c.loop.Workers = 1
-	c.loop.Sync, c.loop.Logger = c.sync, cfg.Logger
-	c.loop.Keys = func() []string { return []string{syncKey} }
-	c.loop.Synced = []func() bool{cfg.Ingresses.HasSynced, cfg.Services.HasSynced, cfg.Pods.HasSynced}
-	if cfg.Resync > 0 {
-		c.loop.Resync = cfg.Resync
-	}
-	everyChange := informer.HandlerFuncs{
-		AddFunc:    func(runtime.Object) { c.loop.Add(syncKey) },
-		UpdateFunc: func(runtime.Object, runtime.Object) { c.loop.Add(syncKey) },
-		DeleteFunc: func(runtime.Object) { c.loop.Add(syncKey) },
-	}
-	cfg.Ingresses.AddEventHandler(everyChange)
-	cfg.Ingresses.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    c.seen,
-		UpdateFunc: func(_, obj runtime.Object) { c.seen(obj) },
-	})
-	cfg.Services.AddEventHandler(everyChange)
-	ours := func(obj runtime.Object) {
-		if p, ok := informer.DeletedObject(obj).(*corev1.Pod); ok && p.Namespace == cfg.Namespace && p.Labels[LabelManagedBy] == ManagedBy {
-			c.loop.Add(syncKey)
+	one := func() []string { return []string{syncKey} }
+	everyChange := func(runtime.Object) []string { return one() }
+	ours := func(obj runtime.Object) []string {
+		if p, ok := obj.(*corev1.Pod); ok && p.Namespace == cfg.Namespace && p.Labels[LabelManagedBy] == ManagedBy {
+			return one()
 		}
+		return nil
 	}
-	cfg.Pods.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    ours,
-		UpdateFunc: func(_, obj runtime.Object) { ours(obj) },
-		DeleteFunc: ours,
-	})
+	// One worker: the configuration is one, and deliveries to a pod must not overlap.
+	opts := reconcile.Options{Workers: 1, Resync: cfg.Resync, Clock: cfg.Clock, Logger: cfg.Logger}
+	c.Controller = reconcile.NewController("ingress", opts).
+		Map(cfg.IngressInformer, everyChange).
+		Watches(cfg.IngressInformer, func(reconcile.Queue) informer.Handler {
+			return informer.HandlerFuncs{AddFunc: c.seen, UpdateFunc: func(_, obj runtime.Object) { c.seen(obj) }}
+		}).
+		Map(cfg.ServiceInformer, everyChange).
+		Map(cfg.PodInformer, ours).
+		Keys(one).
+		Complete(c)
 	return c
 }
 
@@ -171,19 +155,17 @@ func (c *Controller) seen(obj runtime.Object) {
 	}
 }
 
-// Start reconciles until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.loop.Run(ctx) }
-
 func (c *Controller) podLabels() map[string]string {
 	return map[string]string{LabelName: c.cfg.Service, LabelManagedBy: ManagedBy}
 }
 
-// sync makes everything match the Ingresses: the nginx Service and pods, the rendered
-// configuration in every running nginx, each Ingress's status and its Warning events.
-func (c *Controller) sync(ctx context.Context, _ string) error {
+// Reconcile makes everything match the Ingresses: the nginx Service and pods, the rendered
+// configuration in every running nginx, each Ingress's status and its Warning events. Its one
+// key is the configuration's.
+func (c *Controller) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
 	all, err := c.ingresses.List(nil)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	var ings []*networkingv1.Ingress
 	for _, ing := range all {
@@ -193,12 +175,12 @@ func (c *Controller) sync(ctx context.Context, _ string) error {
 	}
 	nginxSvc, _ := c.services.Get(c.cfg.Namespace, c.cfg.Service)
 	if len(ings) == 0 && nginxSvc == nil {
-		return nil // nothing to serve: no nginx runs before the first Ingress
+		return reconcile.Result{}, nil // nothing to serve: no nginx runs before the first Ingress
 	}
 	var errs []error
 	if nginxSvc == nil {
 		if err := c.ensureService(ctx); err != nil {
-			return err
+			return reconcile.Result{}, err
 		}
 		// The Service's ClusterIP arrives with its event, which syncs again.
 	}
@@ -222,7 +204,7 @@ func (c *Controller) sync(ctx context.Context, _ string) error {
 	conf := Render(cfg)
 	hash := Hash(conf)
 	if hash != c.recorded {
-		if err := c.cfg.API.RecordConfig(ctx, c.cfg.Namespace, c.cfg.Service, conf); err != nil {
+		if err := recordConfig(ctx, c.cfg.ConfigMaps, c.cfg.Namespace, c.cfg.Service, conf); err != nil {
 			errs = append(errs, fmt.Errorf("record configuration: %w", err))
 		} else {
 			c.recorded = hash
@@ -239,7 +221,7 @@ func (c *Controller) sync(ctx context.Context, _ string) error {
 			if next == nil || c.statuses.Behind(key(ing), ing.ResourceVersion, now) {
 				continue // done, or our write is on its way to the cache (its event syncs again)
 			}
-			out, err := c.cfg.API.UpdateIngressStatus(ctx, next)
+			out, err := c.cfg.Ingresses.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 			if err != nil && !errors.Is(err, apierror.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("status of ingress %s/%s: %w", ing.Namespace, ing.Name, err))
 				continue
@@ -250,15 +232,12 @@ func (c *Controller) sync(ctx context.Context, _ string) error {
 		}
 	}
 	c.report(ings, problems)
-	return errors.Join(errs...)
+	return reconcile.Result{}, errors.Join(errs...)
 }
 
 func (c *Controller) ensureService(ctx context.Context) error {
-	if !c.nsReady {
-		if err := c.cfg.API.EnsureNamespace(ctx, c.cfg.Namespace); err != nil {
-			return fmt.Errorf("namespace %s: %w", c.cfg.Namespace, err)
-		}
-		c.nsReady = true
+	if err := c.ensureNamespace(ctx); err != nil {
+		return err
 	}
 	svc := &corev1.Service{}
 	svc.Namespace, svc.Name, svc.Labels = c.cfg.Namespace, c.cfg.Service, c.podLabels()
@@ -268,7 +247,7 @@ func (c *Controller) ensureService(ctx context.Context) error {
 		Ports: []corev1.ServicePort{{Name: "http", Port: HTTPPort, Protocol: corev1.ProtocolTCP,
 			TargetPort: intstr.FromString("http"), NodePort: c.cfg.NodePort}},
 	}
-	if err := c.cfg.API.CreateService(ctx, svc); err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
+	if _, err := c.cfg.Services.Create(ctx, svc, metav1.CreateOptions{}); err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
 		return fmt.Errorf("create service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	c.log.Info("created the nginx service", "service", svc.Namespace+"/"+svc.Name)
@@ -304,19 +283,36 @@ func (c *Controller) managedPods() ([]*corev1.Pod, int) {
 	return pods, len(c.created)
 }
 
-func (c *Controller) syncPods(ctx context.Context, replicas int) error {
-	if !c.nsReady {
-		if err := c.cfg.API.EnsureNamespace(ctx, c.cfg.Namespace); err != nil {
-			return fmt.Errorf("namespace %s: %w", c.cfg.Namespace, err)
+// ensureNamespace makes nginx's namespace unless it exists, once.
+func (c *Controller) ensureNamespace(ctx context.Context) error {
+	if c.nsReady {
+		return nil
+	}
+	w, name := c.cfg.Namespaces, c.cfg.Namespace
+	_, err := w.Get(ctx, "", name, metav1.GetOptions{})
+	if errors.Is(err, apierror.ErrNotFound) {
+		_, err = w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if errors.Is(err, apierror.ErrAlreadyExists) {
+			err = nil
 		}
-		c.nsReady = true
+	}
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", name, err)
+	}
+	c.nsReady = true
+	return nil
+}
+
+func (c *Controller) syncPods(ctx context.Context, replicas int) error {
+	if err := c.ensureNamespace(ctx); err != nil {
+		return err
 	}
 	pods, pending := c.managedPods()
 	plan := PlanPods(pods, pending, replicas)
 	var errs []error
 	now := c.cfg.Clock.Now()
 	for range plan.Create {
-		p, err := c.cfg.API.CreatePod(ctx, c.podSpec())
+		p, err := c.cfg.Pods.Create(ctx, c.podSpec(), metav1.CreateOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("create nginx pod: %w", err))
 			continue
@@ -325,7 +321,8 @@ func (c *Controller) syncPods(ctx context.Context, replicas int) error {
 		c.log.Info("created nginx pod", "pod", p.Namespace+"/"+p.Name)
 	}
 	for _, p := range plan.Delete {
-		if err := c.cfg.API.DeletePod(ctx, p); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
+		del := metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))}
+		if err := c.cfg.Pods.Delete(ctx, p.Namespace, p.Name, del); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
 			errs = append(errs, fmt.Errorf("delete nginx pod %s: %w", p.Name, err))
 			continue
 		}
@@ -382,7 +379,7 @@ func (c *Controller) deliver(ctx context.Context, conf []byte, hash string) erro
 				errs[i] = err
 				return
 			}
-			if err := c.cfg.API.AnnotatePod(ctx, d.Pod, ConfigAnnotation, hash+" "+d.ContainerID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+			if err := annotatePod(ctx, c.cfg.Pods, d.Pod, ConfigAnnotation, hash+" "+d.ContainerID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
 				errs[i] = fmt.Errorf("annotate nginx pod %s: %w", d.Pod.Name, err)
 				return
 			}

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,8 +15,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/record"
 )
@@ -35,63 +38,75 @@ func listOf(objs ...runtime.Object) informer.ListerWatcher {
 	}
 }
 
-// fakeAPI records writes; annotations are fed back into the pods informer, as the bus would.
-type fakeAPI struct {
-	mu    sync.Mutex
-	calls []string
-	pods  *informer.Informer
-	rv    int
+// fakes are the controller's writers, in memory; pod patches reach the pods informer, as the
+// bus would bring them.
+type fakes struct {
+	namespaces *fake.Writer[*corev1.Namespace]
+	services   *fake.Writer[*corev1.Service]
+	pods       *fake.Writer[*corev1.Pod]
+	configMaps *fake.Writer[*corev1.ConfigMap]
+	ingresses  *fake.Writer[*networkingv1.Ingress]
 }
 
-func (f *fakeAPI) record(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fmt.Sprintf(format, args...))
-}
-
-func (f *fakeAPI) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
-
-func (f *fakeAPI) EnsureNamespace(context.Context, string) error { return nil }
-func (f *fakeAPI) CreateService(context.Context, *corev1.Service) error {
-	return nil
-}
-func (f *fakeAPI) CreatePod(_ context.Context, p *corev1.Pod) (*corev1.Pod, error) {
-	f.record("create pod")
-	out := p.DeepCopy()
-	out.Name = p.GenerateName + "new"
-	return out, nil
-}
-func (f *fakeAPI) DeletePod(_ context.Context, p *corev1.Pod) error {
-	f.record("delete pod %s", p.Name)
-	return nil
-}
-func (f *fakeAPI) AnnotatePod(_ context.Context, p *corev1.Pod, k, v string) error {
-	f.record("annotate %s %s", p.Name, v)
-	out := p.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
+func newFakes() *fakes {
+	return &fakes{
+		namespaces: fake.New(func() *corev1.Namespace { return &corev1.Namespace{} }),
+		services:   fake.New(func() *corev1.Service { return &corev1.Service{} }),
+		pods:       fake.New(func() *corev1.Pod { return &corev1.Pod{} }),
+		configMaps: fake.New(func() *corev1.ConfigMap { return &corev1.ConfigMap{} }),
+		ingresses:  fake.New(func() *networkingv1.Ingress { return &networkingv1.Ingress{} }),
 	}
-	out.Annotations[k] = v
-	f.mu.Lock()
-	f.rv++
-	out.ResourceVersion = fmt.Sprint(100 + f.rv)
-	f.mu.Unlock()
-	_, err := f.pods.Apply(watch.Modified, out)
-	return err
 }
-func (f *fakeAPI) UpdateIngressStatus(_ context.Context, ing *networkingv1.Ingress) (*networkingv1.Ingress, error) {
-	f.record("status %s %s", ing.Name, ing.Status.LoadBalancer.Ingress[0].IP)
-	out := ing.DeepCopy()
-	out.ResourceVersion = "50"
-	return out, nil
+
+// with is cfg writing through the fakes.
+func (f *fakes) with(cfg Config) Config {
+	cfg.Namespaces, cfg.Services, cfg.Pods = f.namespaces, f.services, fedPods{f.pods, cfg.PodInformer}
+	cfg.ConfigMaps, cfg.Ingresses = f.configMaps, f.ingresses
+	return cfg
 }
-func (f *fakeAPI) RecordConfig(_ context.Context, _, _ string, conf []byte) error {
-	f.record("record %s", Hash(conf))
-	return nil
+
+// Calls are the writes made, in words, by kind.
+func (f *fakes) Calls() []string {
+	var out []string
+	for _, c := range f.configMaps.Calls() {
+		if c.Verb == fake.VerbCreate || c.Verb == fake.VerbUpdate {
+			out = append(out, "record "+Hash([]byte(c.Object.(*corev1.ConfigMap).Data[ConfigMapKey])))
+		}
+	}
+	for _, c := range f.pods.Calls() {
+		switch c.Verb {
+		case fake.VerbCreate:
+			out = append(out, "create pod")
+		case fake.VerbDelete:
+			out = append(out, "delete pod "+c.Name)
+		case fake.VerbPatch:
+			var p struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			}
+			if err := json.Unmarshal(c.Patch, &p); err == nil {
+				out = append(out, "annotate "+c.Name+" "+p.Metadata.Annotations[ConfigAnnotation])
+			}
+		}
+	}
+	for _, c := range f.ingresses.CallsOf(fake.VerbUpdateStatus) {
+		ing := c.Object.(*networkingv1.Ingress)
+		out = append(out, "status "+ing.Name+" "+ing.Status.LoadBalancer.Ingress[0].IP)
+	}
+	return out
+}
+
+// fedPods is a pods writer whose patches reach an informer.
+type fedPods struct {
+	*fake.Writer[*corev1.Pod]
+	inf *informer.Informer
+}
+
+func (f fedPods) Patch(ctx context.Context, ns, name string, pt types.PatchType, data []byte, sub ...string) (*corev1.Pod, error) {
+	out, err := f.Writer.Patch(ctx, ns, name, pt, data, sub...)
+	if err == nil {
+		_, err = f.inf.Apply(watch.Modified, out)
+	}
+	return out, err
 }
 
 type fakeDeliverer struct {
@@ -137,15 +152,16 @@ func TestControllerDeliversAndReports(t *testing.T) {
 		p.Namespace, p.ResourceVersion = DefaultNamespace, "5"
 		p.Labels = map[string]string{LabelName: DefaultService, LabelManagedBy: ManagedBy}
 	}
-	good, bad := nginxPod("good", labelled), nginxPod("bad", labelled)
+	api := newFakes()
+	ing = api.ingresses.Put(ing)
+	good, bad := api.pods.Put(nginxPod("good", labelled)), api.pods.Put(nginxPod("bad", labelled))
 	mk := func(name string, objs ...runtime.Object) *informer.Informer {
 		return informer.New(informer.Config{Name: name, ListerWatcher: listOf(objs...), NoWatch: true, RelistPeriod: time.Hour})
 	}
 	ings, svcs, pods := mk("ingresses", ing), mk("services", nginxSvc), mk("pods", good, bad)
-	api := &fakeAPI{pods: pods}
 	del := &fakeDeliverer{got: map[string][]byte{}, fails: map[string]bool{"bad": true}}
 	rec := record.NewFake(100)
-	c := New(Config{Ingresses: ings, Services: svcs, Pods: pods, API: api, Deliverer: del, Recorder: rec, Replicas: 2})
+	c := New(api.with(Config{IngressInformer: ings, ServiceInformer: svcs, PodInformer: pods, Deliverer: del, Recorder: rec, Replicas: 2}))
 	var wg sync.WaitGroup
 	for _, r := range []interface{ Start(context.Context) error }{ings, svcs, pods, c} {
 		wg.Add(1)
@@ -155,9 +171,13 @@ func TestControllerDeliversAndReports(t *testing.T) {
 	defer cancel()
 
 	deadline := time.Now().Add(30 * time.Second)
-	for del.Got("good") == nil || !slices.ContainsFunc(api.Calls(), func(s string) bool { return strings.HasPrefix(s, "annotate good ") }) {
+	made := func(prefix string) bool {
+		return slices.ContainsFunc(api.Calls(), func(s string) bool { return strings.HasPrefix(s, prefix) })
+	}
+	// The status is written after the deliveries, in the same sync.
+	for del.Got("good") == nil || !made("annotate good ") || !made("status ") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no delivery to the running pod; calls %v", api.Calls())
+			t.Fatalf("no delivery to the running pod, or no status; calls %v", api.Calls())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"minik8s.io/shared/podstatus"
 )
 
 // ConfigAnnotation records on an nginx pod which configuration it runs: "<hash> <container
@@ -59,20 +61,11 @@ func rank(p *corev1.Pod) int {
 	switch {
 	case p.Spec.NodeName == "":
 		return 0
-	case !podReady(p):
+	case !podstatus.Ready(p):
 		return 1
 	default:
 		return 2
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Delivery is one pod to send the configuration to.
