@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
@@ -85,14 +86,16 @@ func newIngress(c *Context) run.Runnable {
 
 func newVolumeBinder(c *Context) run.Runnable {
 	return volume.New(volume.Config{
-		Volumes:      c.Informers.For(informer.PersistentVolumes, nil),
-		Claims:       c.Informers.For(informer.PersistentVolumeClaims, nil),
-		Classes:      c.Informers.For(informer.StorageClasses, nil),
-		API:          volume.ClientAPI(c.Client),
-		Recorder:     c.Recorder,
-		Provisioner:  volume.DefaultProvisioner,
-		Root:         c.Config.PVRoot,
-		DefaultClass: c.Config.DefaultStorageClass,
-		Logger:       c.Logger,
+		VolumeInformer: c.Informers.For(informer.PersistentVolumes, nil),
+		ClaimInformer:  c.Informers.For(informer.PersistentVolumeClaims, nil),
+		ClassInformer:  c.Informers.For(informer.StorageClasses, nil),
+		Volumes:        client.MustFor[*corev1.PersistentVolume, *corev1.PersistentVolumeList](c.Client),
+		Claims:         client.MustFor[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList](c.Client),
+		Classes:        client.MustFor[*storagev1.StorageClass, *storagev1.StorageClassList](c.Client),
+		Recorder:       c.Recorder,
+		Provisioner:    volume.DefaultProvisioner,
+		Root:           c.Config.PVRoot,
+		DefaultClass:   c.Config.DefaultStorageClass,
+		Options:        reconcile.Options{Logger: c.Logger},
 	})
 }
