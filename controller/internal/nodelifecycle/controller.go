@@ -10,10 +10,11 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/reconcile"
@@ -37,18 +38,6 @@ const (
 	podNodeIndexMissingMessage = "pods informer has no spec.nodeName index"
 )
 
-// API is the writes the controller makes, and the one read it must not take from the cache.
-type API interface {
-	// GetNode reads a node from the apiserver, to confirm a deletion before force-deleting
-	// its pods: a cache that has not seen a new node yet must not cost that node its pods.
-	GetNode(ctx context.Context, name string) (*corev1.Node, error)
-	UpdateNodeStatus(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
-	UpdateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
-	UpdatePodStatus(ctx context.Context, pod *corev1.Pod) error
-	// DeletePod deletes the pod with this uid; grace nil means the pod's own grace period.
-	DeletePod(ctx context.Context, namespace, name string, uid types.UID, grace *int64) error
-}
-
 // Recorder reports events; shared/record's Recorder and Fake satisfy it.
 type Recorder interface {
 	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
@@ -61,14 +50,18 @@ type Config struct {
 	// event handlers and the requeue timers.
 	MonitorPeriod time.Duration
 	Workers       int
-	// Nodes, Leases and Pods are the shared informers; Pods must have an index of pods by
-	// spec.nodeName under PodNodeIndex.
-	Nodes, Leases, Pods *informer.Informer
-	PodNodeIndex        string
-	API                 API
-	Recorder            Recorder
-	Clock               clock.Clock
-	Logger              *slog.Logger
+	// NodeInformer, LeaseInformer and PodInformer are the shared caches; PodInformer must
+	// have an index of pods by spec.nodeName under PodNodeIndex.
+	NodeInformer, LeaseInformer, PodInformer *informer.Informer
+	PodNodeIndex                             string
+	// Nodes also reads nodes: a deletion is confirmed with the apiserver before its pods are
+	// force-deleted, as a cache that has not seen a new node yet must not cost that node its
+	// pods.
+	Nodes    client.Writer[*corev1.Node]
+	Pods     client.Writer[*corev1.Pod]
+	Recorder Recorder
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Controller is the node lifecycle controller. Build with New, run Start.
@@ -109,9 +102,9 @@ func New(cfg Config) *Controller {
 	}
 	return &Controller{
 		cfg:     cfg,
-		nodes:   informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
-		leases:  informer.NewLister[*coordinationv1.Lease](cfg.Leases.Store()),
-		pods:    informer.NewLister[*corev1.Pod](cfg.Pods.Store()),
+		nodes:   informer.NewLister[*corev1.Node](cfg.NodeInformer.Store()),
+		leases:  informer.NewLister[*coordinationv1.Lease](cfg.LeaseInformer.Store()),
+		pods:    informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		queue:   reconcile.NewQueue("nodelifecycle", cfg.Clock),
 		metrics: reconcile.SyncMetrics("nodelifecycle"),
 		log:     cfg.Logger.With("controller", "nodelifecycle"),
@@ -122,7 +115,7 @@ func New(cfg Config) *Controller {
 // its workers before returning.
 func (c *Controller) Start(ctx context.Context) error {
 	c.once.Do(c.addHandlers)
-	if !informer.WaitForSync(ctx, c.cfg.Nodes.HasSynced, c.cfg.Leases.HasSynced, c.cfg.Pods.HasSynced) {
+	if !informer.WaitForSync(ctx, c.cfg.NodeInformer.HasSynced, c.cfg.LeaseInformer.HasSynced, c.cfg.PodInformer.HasSynced) {
 		return nil // ctx ended first
 	}
 	c.since = c.cfg.Clock.Now()
@@ -149,7 +142,7 @@ func (c *Controller) addHandlers() {
 			c.queue.Add(name)
 		}
 	}
-	c.cfg.Nodes.AddEventHandler(informer.HandlerFuncs{
+	c.cfg.NodeInformer.AddEventHandler(informer.HandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj runtime.Object) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -161,7 +154,7 @@ func (c *Controller) addHandlers() {
 			}
 		}
 	}
-	c.cfg.Leases.AddEventHandler(informer.HandlerFuncs{
+	c.cfg.LeaseInformer.AddEventHandler(informer.HandlerFuncs{
 		AddFunc:    leaseChanged,
 		UpdateFunc: func(_, obj runtime.Object) { leaseChanged(obj) },
 		DeleteFunc: leaseChanged,
@@ -172,7 +165,7 @@ func (c *Controller) addHandlers() {
 			c.queue.Add(pod.Spec.NodeName)
 		}
 	}
-	c.cfg.Pods.AddEventHandler(informer.HandlerFuncs{
+	c.cfg.PodInformer.AddEventHandler(informer.HandlerFuncs{
 		AddFunc: podChanged,
 		UpdateFunc: func(old, obj runtime.Object) {
 			if o, ok := old.(*corev1.Pod); ok && o.Spec.NodeName == "" {
@@ -266,7 +259,7 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Plan) er
 	if plan.Conditions != nil {
 		next := node.DeepCopy()
 		next.Status.Conditions = plan.Conditions
-		updated, err := c.cfg.API.UpdateNodeStatus(ctx, next)
+		updated, err := c.cfg.Nodes.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("mark node %s unknown: %w", node.Name, err)
 		}
@@ -279,7 +272,7 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Plan) er
 	if plan.TaintsChanged {
 		next := current.DeepCopy()
 		next.Spec.Taints = plan.Taints
-		if _, err := c.cfg.API.UpdateNode(ctx, next); err != nil {
+		if _, err := c.cfg.Nodes.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update taints of node %s: %w", node.Name, err)
 		}
 		if plan.Unreachable {
@@ -291,7 +284,7 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Plan) er
 	}
 	var errs []error
 	for _, pod := range plan.PodsNotReady {
-		if err := c.cfg.API.UpdatePodStatus(ctx, pod); err != nil && !errors.Is(err, apierror.ErrNotFound) {
+		if _, err := c.cfg.Pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && !errors.Is(err, apierror.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("mark pod %s/%s not ready: %w", pod.Namespace, pod.Name, err))
 			continue
 		}
@@ -299,7 +292,7 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Plan) er
 	}
 	for _, pod := range plan.Evict {
 		c.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, EventTaintManagerEviction, "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
-		if err := c.cfg.API.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, nil); err != nil && !gone(err) {
+		if err := deletePod(ctx, c.cfg.Pods, pod, nil); err != nil && !gone(err) {
 			errs = append(errs, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
 		}
@@ -313,7 +306,7 @@ func (c *Controller) deletePodsOfDeletedNode(ctx context.Context, name string, p
 	if len(pods) == 0 {
 		return nil
 	}
-	if _, err := c.cfg.API.GetNode(ctx, name); err == nil {
+	if _, err := c.cfg.Nodes.Get(ctx, "", name, metav1.GetOptions{}); err == nil {
 		return nil // the cache is behind; the node's own events will bring it here again
 	} else if !errors.Is(err, apierror.ErrNotFound) {
 		return fmt.Errorf("confirm node %s is gone: %w", name, err)
@@ -322,7 +315,7 @@ func (c *Controller) deletePodsOfDeletedNode(ctx context.Context, name string, p
 	zero := int64(0)
 	var errs []error
 	for _, pod := range plan.ForceDelete {
-		if err := c.cfg.API.DeletePod(ctx, pod.Namespace, pod.Name, pod.UID, &zero); err != nil && !gone(err) {
+		if err := deletePod(ctx, c.cfg.Pods, pod, &zero); err != nil && !gone(err) {
 			errs = append(errs, fmt.Errorf("delete pod %s/%s of deleted node %s: %w", pod.Namespace, pod.Name, name, err))
 			continue
 		}

@@ -4,118 +4,124 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )
 
-// fakeAPI records the controller's writes and feeds them back into the informers, as the bus
-// would, with increasing resourceVersions.
-type fakeAPI struct {
+// fed is a fake writer whose writes reach an informer, as the bus would bring them, and are
+// logged in words (say) in the order of all writers' writes. A delete with a grace period
+// marks the object deleted, as the apiserver does until the kubelet has stopped the pod.
+type fed[T runtime.Object] struct {
+	*fake.Writer[T]
+	inf *informer.Informer
+	log *writeLog
+	say func(verb string, obj T, grace *int64) string
+}
+
+type writeLog struct {
 	mu    sync.Mutex
-	rv    int
 	calls []string
-	nodes map[string]*corev1.Node // what the "apiserver" holds, for GetNode
-	infs  *testInformers
 }
 
-func (f *fakeAPI) nextRV() string {
-	f.rv++
-	return strconv.Itoa(1000 + f.rv)
+func (l *writeLog) Calls() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
 }
 
-func (f *fakeAPI) record(call string) {
-	f.calls = append(f.calls, call)
-}
-
-func (f *fakeAPI) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
-
-func (f *fakeAPI) GetNode(_ context.Context, name string) (*corev1.Node, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n, ok := f.nodes[name]; ok {
-		return n.DeepCopy(), nil
-	}
-	return nil, apierror.New(apierror.ErrNotFound, "node %q not found", name)
-}
-
-func (f *fakeAPI) UpdateNodeStatus(_ context.Context, node *corev1.Node) (*corev1.Node, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.record("status " + node.Name + " Ready=" + string(readyStatus(node)))
-	return f.storeNode(node)
-}
-
-func (f *fakeAPI) UpdateNode(_ context.Context, node *corev1.Node) (*corev1.Node, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var taints []string
-	for _, t := range node.Spec.Taints {
-		taints = append(taints, t.Key+":"+string(t.Effect))
-	}
-	f.record(fmt.Sprintf("taints %s %v", node.Name, taints))
-	return f.storeNode(node)
-}
-
-func (f *fakeAPI) storeNode(node *corev1.Node) (*corev1.Node, error) {
-	out := node.DeepCopy()
-	out.ResourceVersion = f.nextRV()
-	f.nodes[out.Name] = out
-	if _, err := f.infs.nodes.Apply(watch.Modified, out.DeepCopy()); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (f *fakeAPI) UpdatePodStatus(_ context.Context, pod *corev1.Pod) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.record("notready " + pod.Name)
-	out := pod.DeepCopy()
-	out.ResourceVersion = f.nextRV()
-	_, err := f.infs.pods.Apply(watch.Modified, out)
+func (f fed[T]) seen(verb string, event watch.EventType, obj T, grace *int64) error {
+	f.log.mu.Lock()
+	f.log.calls = append(f.log.calls, f.say(verb, obj, grace))
+	f.log.mu.Unlock()
+	_, err := f.inf.Apply(event, obj.DeepCopyObject())
 	return err
 }
 
-func (f *fakeAPI) DeletePod(_ context.Context, namespace, name string, uid k8stypes.UID, grace *int64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	obj, ok := f.infs.pods.Store().Get(namespace + "/" + name)
-	if !ok {
-		return apierror.New(apierror.ErrNotFound, "pod %q not found", name)
+func (f fed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	out, err := f.Writer.Update(ctx, obj, opts)
+	if err != nil {
+		return out, err
 	}
-	pod := obj.(*corev1.Pod).DeepCopy()
-	if pod.UID != uid {
-		return apierror.New(apierror.ErrConflict, "uid precondition failed")
+	return out, f.seen(fake.VerbUpdate, watch.Modified, out, nil)
+}
+
+func (f fed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	out, err := f.Writer.UpdateStatus(ctx, obj, opts)
+	if err != nil {
+		return out, err
 	}
-	pod.ResourceVersion = f.nextRV()
-	if grace != nil && *grace == 0 {
-		f.record("force-delete " + name)
-		_, err := f.infs.pods.Apply(watch.Deleted, pod)
+	return out, f.seen(fake.VerbUpdateStatus, watch.Modified, out, nil)
+}
+
+func (f fed[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	obj, _ := f.Object(namespace, name)
+	if err := f.Writer.Delete(ctx, namespace, name, opts); err != nil {
 		return err
 	}
-	f.record("evict " + name)
+	if g := opts.GracePeriodSeconds; g != nil && *g == 0 {
+		return f.seen(fake.VerbDelete, watch.Deleted, obj, g)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
 	now := metav1.Now()
-	pod.DeletionTimestamp = &now
-	_, err := f.infs.pods.Apply(watch.Modified, pod)
-	return err
+	m.SetDeletionTimestamp(&now)
+	return f.seen(fake.VerbDelete, watch.Modified, f.Put(obj), opts.GracePeriodSeconds)
+}
+
+// fakes are the controller's writers over the test's informers.
+type fakes struct {
+	nodes *fake.Writer[*corev1.Node]
+	pods  *fake.Writer[*corev1.Pod]
+	log   writeLog
+}
+
+func newFakes() *fakes {
+	return &fakes{
+		nodes: fake.New(func() *corev1.Node { return &corev1.Node{} }),
+		pods:  fake.New(func() *corev1.Pod { return &corev1.Pod{} }),
+	}
+}
+
+func (f *fakes) Calls() []string { return f.log.Calls() }
+
+// with is cfg writing through the fakes, into its informers.
+func (f *fakes) with(cfg Config) Config {
+	cfg.Nodes = fed[*corev1.Node]{Writer: f.nodes, inf: cfg.NodeInformer, log: &f.log, say: func(verb string, node *corev1.Node, _ *int64) string {
+		if verb == fake.VerbUpdateStatus {
+			return "status " + node.Name + " Ready=" + string(readyStatus(node))
+		}
+		var taints []string
+		for _, t := range node.Spec.Taints {
+			taints = append(taints, t.Key+":"+string(t.Effect))
+		}
+		return fmt.Sprintf("taints %s %v", node.Name, taints)
+	}}
+	cfg.Pods = fed[*corev1.Pod]{Writer: f.pods, inf: cfg.PodInformer, log: &f.log, say: func(verb string, pod *corev1.Pod, grace *int64) string {
+		switch {
+		case verb == fake.VerbUpdateStatus:
+			return "notready " + pod.Name
+		case grace != nil && *grace == 0:
+			return "force-delete " + pod.Name
+		default:
+			return "evict " + pod.Name
+		}
+	}}
+	return cfg
 }
 
 type testInformers struct{ nodes, leases, pods *informer.Informer }
@@ -156,12 +162,11 @@ func TestControllerLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	fc := clock.NewFake(t0)
-	node := readyNode("n1")
-	node.ResourceVersion = "1"
+	api := newFakes()
+	node := api.nodes.Put(readyNode("n1"))
 	l := lease(t0)
 	l.ResourceVersion = "1"
-	p := pod("a")
-	p.ResourceVersion = "1"
+	p := api.pods.Put(pod("a"))
 
 	infs := &testInformers{}
 	mk := func(name string, idx informer.Indexers, objs ...runtime.Object) *informer.Informer {
@@ -172,14 +177,13 @@ func TestControllerLifecycle(t *testing.T) {
 	infs.pods = mk("pods", informer.Indexers{"node": func(obj runtime.Object) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}}, p)
-	api := &fakeAPI{nodes: map[string]*corev1.Node{"n1": node.DeepCopy()}, infs: infs}
 	rec := record.NewFake(100)
-	c := New(Config{
+	c := New(api.with(Config{
 		Settings:      settings,
 		MonitorPeriod: time.Hour, // the requeue timers alone must do the job
-		Nodes:         infs.nodes, Leases: infs.leases, Pods: infs.pods, PodNodeIndex: "node",
-		API: api, Recorder: rec, Clock: fc,
-	})
+		NodeInformer:  infs.nodes, LeaseInformer: infs.leases, PodInformer: infs.pods, PodNodeIndex: "node",
+		Recorder: rec, Clock: fc,
+	}))
 	var wg sync.WaitGroup
 	for _, r := range []interface{ Start(context.Context) error }{infs.nodes, infs.leases, infs.pods, c} {
 		wg.Add(1)
@@ -224,9 +228,9 @@ func TestControllerLifecycle(t *testing.T) {
 	eventually(t, "taints removed", func() bool { return slices.Contains(api.Calls(), "taints n1 []") })
 
 	// The node is deleted: its pods go at once, without grace.
-	api.mu.Lock()
-	delete(api.nodes, "n1")
-	api.mu.Unlock()
+	if err := api.nodes.Delete(t.Context(), "", "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	gone, _ := infs.nodes.Store().Get("n1")
 	goneNode := gone.(*corev1.Node).DeepCopy()
 	goneNode.ResourceVersion = "6000"
@@ -243,14 +247,14 @@ func TestControllerLifecycle(t *testing.T) {
 // word alone: a node the apiserver still has keeps its pods.
 func TestMissingNodeInCacheButNotInAPI(t *testing.T) {
 	infs := &testInformers{}
-	p := pod("a")
-	p.ResourceVersion = "1"
+	api := newFakes()
+	api.nodes.Put(readyNode("n1"))
+	p := api.pods.Put(pod("a"))
 	infs.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(p), NoWatch: true, Indexers: informer.Indexers{"node": func(obj runtime.Object) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}}})
 	infs.nodes = informer.New(informer.Config{Name: "nodes", ListerWatcher: listOf(), NoWatch: true})
 	infs.leases = informer.New(informer.Config{Name: "leases", ListerWatcher: listOf(), NoWatch: true})
-	api := &fakeAPI{nodes: map[string]*corev1.Node{"n1": readyNode("n1")}, infs: infs}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	for _, inf := range []*informer.Informer{infs.nodes, infs.leases, infs.pods} {
@@ -259,15 +263,17 @@ func TestMissingNodeInCacheButNotInAPI(t *testing.T) {
 	if !informer.WaitForSync(ctx, infs.pods.HasSynced) {
 		t.Fatal("pods informer did not sync")
 	}
-	c := New(Config{Settings: settings, Nodes: infs.nodes, Leases: infs.leases, Pods: infs.pods, PodNodeIndex: "node",
-		API: api, Recorder: record.NewFake(10), Clock: clock.NewFake(t0)})
+	c := New(api.with(Config{Settings: settings, NodeInformer: infs.nodes, LeaseInformer: infs.leases, PodInformer: infs.pods,
+		PodNodeIndex: "node", Recorder: record.NewFake(10), Clock: clock.NewFake(t0)}))
 	if _, err := c.sync(ctx, "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	if calls := api.Calls(); len(calls) != 0 {
 		t.Errorf("node still in the API: want no writes, got %v", calls)
 	}
-	api.nodes = map[string]*corev1.Node{}
+	if err := api.nodes.Delete(ctx, "", "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.sync(ctx, "n1"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
