@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	appsv1 "k8s.io/api/apps/v1"
 
 	"minik8s.io/serverless/internal/autoscaler"
 	"minik8s.io/serverless/internal/counters"
@@ -18,11 +19,13 @@ import (
 	"minik8s.io/serverless/internal/function"
 	"minik8s.io/serverless/internal/gateway"
 	"minik8s.io/serverless/internal/workflow"
+	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/metrics"
+	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
@@ -87,10 +90,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Registerer: reg, Healthy: factory.HasSynced, Logger: log.With("part", "gateway"),
 	})
 	controller := function.New(function.Config{
-		Functions: functions, Deployments: deployments, Nodes: factory.Nodes(),
-		API: function.ClientAPI(cl), Builder: images, Images: images, Caller: gw, Recorder: recorder,
-		Workers: cfg.Workers, Resync: cfg.Resync, BuildTimeout: cfg.BuildTimeout,
-		Metrics: reg, Logger: log.With("part", "functions"),
+		FunctionInformer: functions, DeploymentInformer: deployments, NodeInformer: factory.Nodes(),
+		Builder: images, Images: images, Caller: gw, Recorder: recorder, BuildTimeout: cfg.BuildTimeout,
+		Options:     reconcile.Options{Workers: cfg.Workers, Resync: cfg.Resync, Metrics: reg, Logger: log.With("part", "functions")},
+		Deployments: client.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](cl),
+		Functions:   client.MustFor[*serverlessv1.Function, *serverlessv1.FunctionList](cl),
 	})
 
 	bindings, _ := bus.Bindings(bus.QueueServerless)

@@ -3,9 +3,7 @@ package function
 import (
 	"context"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -55,38 +53,8 @@ type Recorder interface {
 	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
 }
 
-// API writes what the controller owns.
-type API interface {
-	CreateDeployment(ctx context.Context, d *appsv1.Deployment) error
-	UpdateDeployment(ctx context.Context, d *appsv1.Deployment) error
-	// PatchFunctionStatus applies a JSON merge patch to the Function's status subresource.
-	PatchFunctionStatus(ctx context.Context, namespace, name string, patch []byte) error
-}
-
-// ClientAPI is API through the apiserver.
-func ClientAPI(c *client.Client) API {
-	return clientAPI{
-		deployments: client.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](c),
-		functions:   client.MustFor[*serverlessv1.Function, *serverlessv1.FunctionList](c),
-	}
-}
-
-type clientAPI struct {
-	deployments *client.Typed[*appsv1.Deployment, *appsv1.DeploymentList]
-	functions   *client.Typed[*serverlessv1.Function, *serverlessv1.FunctionList]
-}
-
-func (a clientAPI) CreateDeployment(ctx context.Context, d *appsv1.Deployment) error {
-	_, err := a.deployments.Create(ctx, d, metav1.CreateOptions{})
-	return err
-}
-
-func (a clientAPI) UpdateDeployment(ctx context.Context, d *appsv1.Deployment) error {
-	_, err := a.deployments.Update(ctx, d, metav1.UpdateOptions{})
-	return err
-}
-
-func (a clientAPI) PatchFunctionStatus(ctx context.Context, ns, name string, patch []byte) error {
-	_, err := a.functions.Patch(ctx, ns, name, types.MergePatchType, patch, "status")
+// patchStatus applies a JSON merge patch to the Function's status subresource.
+func patchStatus(ctx context.Context, w client.Writer[*serverlessv1.Function], namespace, name string, patch []byte) error {
+	_, err := w.Patch(ctx, namespace, name, types.MergePatchType, patch, "status")
 	return err
 }

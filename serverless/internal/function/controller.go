@@ -16,43 +16,40 @@ import (
 
 	"minik8s.io/shared/apierror"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/kubeletclient"
-	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/workqueue/clock"
 )
 
 // Config wires a Controller.
 type Config struct {
-	Functions   *informer.Informer
-	Deployments *informer.Informer
-	Nodes       *informer.Informer
-	API         API
+	// FunctionInformer, DeploymentInformer and NodeInformer are the shared caches.
+	FunctionInformer, DeploymentInformer, NodeInformer *informer.Informer
+	// Deployments writes the functions' Deployments, Functions their status.
+	Deployments client.Writer[*appsv1.Deployment]
+	Functions   client.Writer[*serverlessv1.Function]
 	Builder     Builder
 	Images      Images
 	// Caller calls functions on their schedules; nil: schedules are not run.
 	Caller   Caller
 	Recorder Recorder
-	// Workers reconcile that many functions at once (builds run beside them).
-	Workers int
-	// Resync is how often every function is revisited and images of deleted functions are
-	// looked for.
-	Resync time.Duration
 	// BuildTimeout bounds one build with its distribution to the nodes.
 	BuildTimeout time.Duration
-	Metrics      *metrics.Registry
-	Clock        clock.Clock
-	Logger       *slog.Logger
+	// Options tune the loop: Workers reconcile that many functions at once (builds run
+	// beside them); Resync is how often every function is revisited and images of deleted
+	// functions are looked for; Metrics is the registry the loop reports to (nil: none).
+	reconcile.Options
 }
 
 // Controller reconciles Functions. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg         Config
 	functions   informer.Lister[*serverlessv1.Function]
 	deployments informer.Lister[*appsv1.Deployment]
 	nodes       informer.Lister[*corev1.Node]
-	loop        *reconcile.Loop
 	schedules   *scheduler
 	log         *slog.Logger
 
@@ -90,10 +87,9 @@ func New(cfg Config) *Controller {
 	}
 	c := &Controller{
 		cfg:         cfg,
-		functions:   informer.NewLister[*serverlessv1.Function](cfg.Functions.Store()),
-		deployments: informer.NewLister[*appsv1.Deployment](cfg.Deployments.Store()),
-		nodes:       informer.NewLister[*corev1.Node](cfg.Nodes.Store()),
-		loop:        reconcile.NewIn(cfg.Metrics, "function", cfg.Clock),
+		functions:   informer.NewLister[*serverlessv1.Function](cfg.FunctionInformer.Store()),
+		deployments: informer.NewLister[*appsv1.Deployment](cfg.DeploymentInformer.Store()),
+		nodes:       informer.NewLister[*corev1.Node](cfg.NodeInformer.Store()),
 		log:         cfg.Logger.With("controller", "function"),
 		builds:      map[string]*build{},
 		outcomes:    map[string]BuildOutcome{},
@@ -103,41 +99,21 @@ func New(cfg Config) *Controller {
 		lastSchedules: map[string][]serverlessv1.FunctionScheduleStatus{},
 	}
 	c.schedules = newScheduler(cfg.Caller, c.recordScheduleCall, c.log)
-	c.loop.Tune(cfg.Workers, cfg.Resync)
-	c.loop.Sync = c.reconcile
-	c.loop.Keys = c.keys
-	c.loop.Resynced = c.queueGone
-	c.loop.Logger = cfg.Logger
-	enqueue := func(obj runtime.Object) {
-		if key, err := informer.KeyOf(obj); err == nil {
-			c.loop.Add(key)
-		}
-	}
-	cfg.Functions.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj runtime.Object) { enqueue(obj) },
-		// The garbage collector removes the Deployment; the sync of a missing function
-		// removes its images and schedules.
-		DeleteFunc: enqueue,
-	})
-	owner := func(obj runtime.Object) {
-		d, ok := obj.(*appsv1.Deployment)
-		if !ok {
-			return
-		}
-		if ref := metav1.GetControllerOf(d); ref != nil && ref.Kind == "Function" && ref.APIVersion == serverlessv1.SchemeGroupVersion.String() {
-			c.loop.Add(d.Namespace + "/" + ref.Name)
-		}
-	}
-	cfg.Deployments.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: owner, UpdateFunc: func(_, obj runtime.Object) { owner(obj) }, DeleteFunc: owner,
-	})
-	// A node that joins, or comes back Ready, gets the images functions run now: their pods may
-	// be scheduled there.
-	cfg.Nodes.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    func(obj runtime.Object) { c.nodeReady(nil, obj) },
-		UpdateFunc: c.nodeReady,
-	})
+	c.Controller = reconcile.NewController("function", cfg.Options).
+		// A deleted function is reconciled too: the garbage collector removes the Deployment;
+		// the sync of a missing function removes its images and schedules.
+		For(cfg.FunctionInformer).
+		Owns(cfg.DeploymentInformer, serverlessv1.SchemeGroupVersion.WithKind("Function")).
+		// A node that joins, or comes back Ready, gets the images functions run now: their
+		// pods may be scheduled there.
+		Watches(cfg.NodeInformer, func(reconcile.Queue) informer.Handler {
+			return informer.HandlerFuncs{
+				AddFunc:    func(obj runtime.Object) { c.nodeReady(nil, obj) },
+				UpdateFunc: c.nodeReady,
+			}
+		}).
+		Resynced(c.queueGone).
+		Complete(c)
 	return c
 }
 
@@ -174,12 +150,11 @@ func (c *Controller) nodeReady(oldObj, obj runtime.Object) {
 
 // Start reconciles until ctx ends, then stops the builds and schedules and drains.
 func (c *Controller) Start(ctx context.Context) error {
-	if !informer.WaitForSync(ctx, c.cfg.Functions.HasSynced, c.cfg.Deployments.HasSynced, c.cfg.Nodes.HasSynced) {
-		c.loop.Queue.ShutDown()
-		return nil
+	if informer.WaitForSync(ctx, c.cfg.FunctionInformer.HasSynced, c.cfg.DeploymentInformer.HasSynced, c.cfg.NodeInformer.HasSynced) {
+		c.schedules.start()
 	}
-	c.schedules.start()
-	err := c.loop.Run(ctx)
+	// Returns at once when ctx ended before the caches synced.
+	err := c.Controller.Start(ctx)
 	c.schedules.stop()
 	c.mu.Lock()
 	for _, b := range c.builds {
@@ -187,16 +162,6 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	return err
-}
-
-// keys are the functions in the cache, queued each resync.
-func (c *Controller) keys() []string {
-	fns, _ := c.functions.List(nil)
-	keys := make([]string, 0, len(fns))
-	for _, fn := range fns {
-		keys = append(keys, fn.Namespace+"/"+fn.Name)
-	}
-	return keys
 }
 
 // queueGone queues, each resync, every function that is gone but left images.
@@ -211,23 +176,25 @@ func (c *Controller) queueGone(ctx context.Context) {
 	for _, key := range keys {
 		ns, name := informer.SplitKey(key)
 		if _, err := c.functions.Get(ns, name); errors.Is(err, apierror.ErrNotFound) {
-			c.loop.Add(key)
+			c.Add(key)
 		}
 	}
 }
 
-func (c *Controller) reconcile(ctx context.Context, key string) error {
+// Reconcile builds the function key's source when it is new, runs its image in its
+// Deployment, and reports both in its status; a deleted function's images and schedules go.
+func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
 	cached, err := c.functions.Get(ns, name)
 	if errors.Is(err, apierror.ErrNotFound) {
 		return c.gone(ctx, key, ns, name)
 	}
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if cached.DeletionTimestamp != nil {
 		c.schedules.remove(key)
-		return nil
+		return reconcile.Result{}, nil
 	}
 	fn := cached.DeepCopy()
 	st := &cached.DeepCopy().Status
@@ -241,7 +208,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if finished {
 		if st.Build == nil || st.Build.Version < out.Version {
 			// The cache has not seen the status that started this build yet.
-			return reconcile.Requeue{After: 200 * time.Millisecond}
+			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
 		if FinishBuild(st, out, now) {
 			if out.Err != nil {
@@ -265,25 +232,26 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 
 	dep, err := c.deployments.Get(ns, name)
 	if err != nil && !errors.Is(err, apierror.ErrNotFound) {
-		return err
+		return reconcile.Result{}, err
 	}
 	if errors.Is(err, apierror.ErrNotFound) {
 		dep = nil
 	}
+	var depRes reconcile.Result
 	var depErr error
 	if st.Image != "" {
-		depErr = c.deploy(ctx, fn, st, dep)
+		depRes, depErr = c.deploy(ctx, fn, st, dep)
 	}
 	Observe(fn, st, dep, now)
 	if patch, changed := StatusPatch(fn.ResourceVersion, &fn.Status, st); changed {
-		if err := c.cfg.API.PatchFunctionStatus(ctx, ns, name, patch); err != nil {
+		if err := patchStatus(ctx, c.cfg.Functions, ns, name, patch); err != nil {
 			if errors.Is(err, apierror.ErrNotFound) {
-				return nil
+				return reconcile.Result{}, nil
 			}
 			if errors.Is(err, apierror.ErrConflict) {
-				return reconcile.Requeue{After: 100 * time.Millisecond}
+				return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 			}
-			return fmt.Errorf("status of function %s: %w", key, err)
+			return reconcile.Result{}, fmt.Errorf("status of function %s: %w", key, err)
 		}
 	}
 	if finished {
@@ -294,48 +262,48 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		c.mu.Unlock()
 	}
 	c.schedules.set(key, fn.Spec.Schedules)
-	if depErr != nil {
-		return depErr
+	if depErr != nil || depRes.RequeueAfter > 0 {
+		return depRes, depErr
 	}
 	if dep != nil && ImageVersion(st.Image) == DeployedVersion(dep) && RolledOut(dep) && !c.anyBuilding() {
 		c.prune(ctx, key, ns, name, DeployedVersion(dep))
 	}
-	return nil
+	return reconcile.Result{}, nil
 }
 
 // deploy creates or updates the function's Deployment to run st.Image.
-func (c *Controller) deploy(ctx context.Context, fn *serverlessv1.Function, st *serverlessv1.FunctionStatus, have *appsv1.Deployment) error {
+func (c *Controller) deploy(ctx context.Context, fn *serverlessv1.Function, st *serverlessv1.FunctionStatus, have *appsv1.Deployment) (reconcile.Result, error) {
 	want := Deployment(fn, st.Image, ImageVersion(st.Image), InitialReplicas(fn))
 	if have == nil {
-		err := c.cfg.API.CreateDeployment(ctx, want)
+		_, err := c.cfg.Deployments.Create(ctx, want, metav1.CreateOptions{})
 		if errors.Is(err, apierror.ErrAlreadyExists) {
 			// The cache has not seen our last creation yet: look again once it has.
-			return reconcile.Requeue{After: time.Second}
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		if err != nil {
-			return fmt.Errorf("create deployment %s/%s: %w", fn.Namespace, fn.Name, err)
+			return reconcile.Result{}, fmt.Errorf("create deployment %s/%s: %w", fn.Namespace, fn.Name, err)
 		}
 		c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "Deployed", "created deployment %s with version %d", fn.Name, ImageVersion(st.Image))
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if ref := metav1.GetControllerOf(have); ref == nil || ref.UID != fn.UID {
 		c.cfg.Recorder.Eventf(fn, corev1.EventTypeWarning, "DeploymentConflict", "deployment %s exists and is not this function's", fn.Name)
-		return fmt.Errorf("deployment %s/%s is not owned by the function", fn.Namespace, fn.Name)
+		return reconcile.Result{}, fmt.Errorf("deployment %s/%s is not owned by the function", fn.Namespace, fn.Name)
 	}
 	upd, ok := NeedsUpdate(have, want)
 	if !ok {
-		return nil
+		return reconcile.Result{}, nil
 	}
-	if err := c.cfg.API.UpdateDeployment(ctx, upd); err != nil {
+	if _, err := c.cfg.Deployments.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		if errors.Is(err, apierror.ErrConflict) {
-			return reconcile.Requeue{After: 100 * time.Millisecond}
+			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
-		return fmt.Errorf("update deployment %s/%s: %w", fn.Namespace, fn.Name, err)
+		return reconcile.Result{}, fmt.Errorf("update deployment %s/%s: %w", fn.Namespace, fn.Name, err)
 	}
 	if DeployedVersion(have) != ImageVersion(st.Image) {
 		c.cfg.Recorder.Eventf(fn, corev1.EventTypeNormal, "RollingOut", "deployment %s rolls out version %d", fn.Name, ImageVersion(st.Image))
 	}
-	return nil
+	return reconcile.Result{}, nil
 }
 
 // building reports whether this process builds key's version from hash (any build with
@@ -406,7 +374,7 @@ func (c *Controller) startBuild(fn *serverlessv1.Function, version int64, hash s
 			c.outcomes[key] = BuildOutcome{Version: version, SourceHash: hash, Image: req.Image, Log: log, Err: err}
 		}
 		c.mu.Unlock()
-		c.loop.Add(key)
+		c.Add(key)
 	}()
 }
 
@@ -423,7 +391,7 @@ func (c *Controller) readyNodes() []*corev1.Node {
 }
 
 // gone cleans up after a deleted function: its build, schedules and images.
-func (c *Controller) gone(ctx context.Context, key, ns, name string) error {
+func (c *Controller) gone(ctx context.Context, key, ns, name string) (reconcile.Result, error) {
 	c.schedules.remove(key)
 	c.mu.Lock()
 	if b := c.builds[key]; b != nil {
@@ -436,13 +404,13 @@ func (c *Controller) gone(ctx context.Context, key, ns, name string) error {
 	c.mu.Unlock()
 	inUse, err := c.cfg.Images.Remove(ctx, ns, name, 0)
 	if err != nil {
-		return fmt.Errorf("remove images of %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("remove images of %s: %w", key, err)
 	}
 	if len(inUse) > 0 {
 		// A pod of the function may still be stopping.
-		return reconcile.Requeue{After: 5 * time.Second}
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	return nil
+	return reconcile.Result{}, nil
 }
 
 // prune removes the images of versions older than deployed once no pod runs them.

@@ -12,41 +12,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
+	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
-	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
 )
-
-type fakeAPI struct {
-	mu      sync.Mutex
-	created []*appsv1.Deployment
-	updated []*appsv1.Deployment
-	patches [][]byte
-}
-
-func (a *fakeAPI) CreateDeployment(_ context.Context, d *appsv1.Deployment) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.created = append(a.created, d)
-	return nil
-}
-
-func (a *fakeAPI) UpdateDeployment(_ context.Context, d *appsv1.Deployment) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.updated = append(a.updated, d)
-	return nil
-}
-
-func (a *fakeAPI) PatchFunctionStatus(_ context.Context, _, _ string, patch []byte) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.patches = append(a.patches, patch)
-	return nil
-}
 
 // fakeBuilder fails the builds whose requirements mention "bad".
 type fakeBuilder struct {
@@ -90,71 +63,93 @@ func (i *fakeImages) Remove(_ context.Context, ns, name string, keep int64) ([]s
 func (i *fakeImages) Functions(context.Context) ([]string, error) { return nil, nil }
 
 type env struct {
-	t      *testing.T
-	c      *Controller
-	fns    *informer.Informer
-	deps   *informer.Informer
-	api    *fakeAPI
-	build  *fakeBuilder
-	images *fakeImages
-	events *record.Fake
-	rv     int
+	t           *testing.T
+	c           *Controller
+	fns         *informer.Informer
+	deps        *informer.Informer
+	functions   *fake.Writer[*serverlessv1.Function]
+	deployments *fake.Writer[*appsv1.Deployment]
+	build       *fakeBuilder
+	images      *fakeImages
+	events      *record.Fake
 }
 
 func newEnv(t *testing.T) *env {
-	e := &env{t: t, api: &fakeAPI{}, build: &fakeBuilder{}, images: &fakeImages{}, events: record.NewFake(100)}
+	e := &env{t: t, build: &fakeBuilder{}, images: &fakeImages{}, events: record.NewFake(100),
+		functions:   fake.New(func() *serverlessv1.Function { return &serverlessv1.Function{} }),
+		deployments: fake.New(func() *appsv1.Deployment { return &appsv1.Deployment{} }),
+	}
 	e.fns = informer.New(informer.Config{Name: "functions"})
 	e.deps = informer.New(informer.Config{Name: "deployments"})
 	nodes := informer.New(informer.Config{Name: "nodes"})
-	e.c = New(Config{Functions: e.fns, Deployments: e.deps, Nodes: nodes, API: e.api, Builder: e.build, Images: e.images, Recorder: e.events})
+	e.c = New(Config{FunctionInformer: e.fns, DeploymentInformer: e.deps, NodeInformer: nodes,
+		Deployments: e.deployments, Functions: e.functions,
+		Builder: e.build, Images: e.images, Recorder: e.events})
 	return e
 }
 
-// put stores fn in the cache as the apiserver would after a write.
-func (e *env) put(fn *serverlessv1.Function) {
+// cache puts obj in inf as the bus would bring it.
+func (e *env) cache(inf *informer.Informer, obj runtime.Object) {
 	e.t.Helper()
-	e.rv++
-	fn.ResourceVersion = strconv.Itoa(e.rv)
-	if _, err := e.fns.Apply(watch.Modified, fn.DeepCopy()); err != nil {
+	if _, err := inf.Apply(watch.Modified, obj.DeepCopyObject()); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// put stores fn in the apiserver and the cache, as after a user's write; fn gets the stored
+// resourceVersion.
+func (e *env) put(fn *serverlessv1.Function) {
+	e.t.Helper()
+	stored := e.functions.Put(fn)
+	fn.ResourceVersion = stored.ResourceVersion
+	e.cache(e.fns, stored)
 }
 
 func (e *env) putDeployment(d *appsv1.Deployment) {
 	e.t.Helper()
-	e.rv++
-	d.ResourceVersion = strconv.Itoa(e.rv)
-	if _, err := e.deps.Apply(watch.Modified, d.DeepCopy()); err != nil {
-		e.t.Fatal(err)
-	}
+	stored := e.deployments.Put(d)
+	d.ResourceVersion = stored.ResourceVersion
+	e.cache(e.deps, stored)
 }
 
-// sync reconciles the function and, when the controller patched its status, stores the
-// patched status as the apiserver would.
+// sent are the objects the controller sent with verb through w.
+func sent[T runtime.Object](w *fake.Writer[T], verb string) []T {
+	var out []T
+	for _, c := range w.CallsOf(verb) {
+		out = append(out, c.Object.(T))
+	}
+	return out
+}
+
+func (e *env) created() []*appsv1.Deployment { return sent(e.deployments, fake.VerbCreate) }
+func (e *env) updated() []*appsv1.Deployment { return sent(e.deployments, fake.VerbUpdate) }
+func (e *env) patches() []fake.Call          { return e.functions.CallsOf(fake.VerbPatch) }
+
+// sync reconciles the function and, when the controller patched its status, brings the
+// patched function to the cache.
 func (e *env) sync(fn *serverlessv1.Function) *serverlessv1.Function {
 	e.t.Helper()
-	n := len(e.api.patches)
-	if err := e.c.reconcile(e.t.Context(), fn.Namespace+"/"+fn.Name); err != nil {
-		e.t.Fatalf("reconcile: %v", err)
+	n := len(e.patches())
+	if res, err := e.c.Reconcile(e.t.Context(), fn.Namespace+"/"+fn.Name); err != nil || res.RequeueAfter > 0 {
+		e.t.Fatalf("reconcile: %v, requeue after %v", err, res.RequeueAfter)
 	}
-	if len(e.api.patches) == n {
+	patches := e.patches()
+	if len(patches) == n {
 		return fn
 	}
 	var p struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
-		Status serverlessv1.FunctionStatus `json:"status"`
 	}
-	if err := json.Unmarshal(e.api.patches[len(e.api.patches)-1], &p); err != nil {
+	if err := json.Unmarshal(patches[len(patches)-1].Patch, &p); err != nil {
 		e.t.Fatal(err)
 	}
 	if p.Metadata.ResourceVersion != fn.ResourceVersion {
 		e.t.Errorf("patch precondition resourceVersion %q, want the one read, %q", p.Metadata.ResourceVersion, fn.ResourceVersion)
 	}
-	out := fn.DeepCopy()
-	out.Status = p.Status
-	e.put(out)
+	out, _ := e.functions.Object(fn.Namespace, fn.Name)
+	e.cache(e.fns, out)
 	return out
 }
 
@@ -212,8 +207,8 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 	if f.Status.Phase != PhaseReady || f.Status.Image != "minik8s-fn/default.add:v1" || f.Status.Build.Phase != BuildSucceeded {
 		t.Fatalf("after the build: %+v", f.Status)
 	}
-	if len(e.api.created) != 1 || e.api.created[0].Spec.Template.Spec.Containers[0].Image != "minik8s-fn/default.add:v1" || *e.api.created[0].Spec.Replicas != 0 {
-		t.Fatalf("created %+v", e.api.created)
+	if len(e.created()) != 1 || e.created()[0].Spec.Template.Spec.Containers[0].Image != "minik8s-fn/default.add:v1" || *e.created()[0].Spec.Replicas != 0 {
+		t.Fatalf("created %+v", e.created())
 	}
 	events := strings.Join(e.drainEvents(), "\n")
 	for _, want := range []string{"BuildStarted building version 1", "Building version 1: Step 1/2", "BuildSucceeded version 1", "Deployed created deployment add"} {
@@ -227,7 +222,7 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 
 	// The Deployment in the cache with two ready pods: the counts reach the status, and a
 	// second look changes nothing.
-	d := e.api.created[0].DeepCopy()
+	d := e.created()[0].DeepCopy()
 	d.Generation = 1
 	d.Spec.Replicas = ptr(int32(2))
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2}
@@ -236,10 +231,10 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 	if f.Status.ReadyReplicas != 2 || f.Status.Replicas != 2 {
 		t.Errorf("replicas %d ready %d, want 2 and 2", f.Status.Replicas, f.Status.ReadyReplicas)
 	}
-	patches := len(e.api.patches)
+	patches := len(e.patches())
 	f = e.sync(f)
-	if len(e.api.patches) != patches || len(e.api.updated) != 0 || len(e.build.reqs) != 1 {
-		t.Errorf("a sync with nothing new wrote: %d patches, %d updates, %d builds", len(e.api.patches)-patches, len(e.api.updated), len(e.build.reqs))
+	if len(e.patches()) != patches || len(e.updated()) != 0 || len(e.build.reqs) != 1 {
+		t.Errorf("a sync with nothing new wrote: %d patches, %d updates, %d builds", len(e.patches())-patches, len(e.updated()), len(e.build.reqs))
 	}
 	// Rolled out with no build running: images of other versions go.
 	if len(e.images.removed) != 1 || e.images.removed[0] != "default/add 1" {
@@ -252,10 +247,10 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 	f.Spec.Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
 	e.put(f)
 	f = e.sync(f)
-	if len(e.build.reqs) != 1 || len(e.api.updated) != 1 || *e.api.updated[0].Spec.Replicas != 2 {
-		t.Fatalf("env change: %d builds, updates %v", len(e.build.reqs), e.api.updated)
+	if len(e.build.reqs) != 1 || len(e.updated()) != 1 || *e.updated()[0].Spec.Replicas != 2 {
+		t.Fatalf("env change: %d builds, updates %v", len(e.build.reqs), e.updated())
 	}
-	e.putDeployment(e.api.updated[0])
+	e.putDeployment(e.updated()[0])
 
 	// A requirement that cannot be installed: version 2 fails, version 1 keeps serving.
 	f = f.DeepCopy()
@@ -271,8 +266,8 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 	if f.Status.Phase != PhaseFailed || f.Status.Image != "minik8s-fn/default.add:v1" || !strings.Contains(f.Status.Build.Message, "pip could not install bad") {
 		t.Fatalf("failed build: %+v", f.Status)
 	}
-	if len(e.api.updated) != 1 {
-		t.Errorf("a failed build touched the Deployment: %d updates", len(e.api.updated))
+	if len(e.updated()) != 1 {
+		t.Errorf("a failed build touched the Deployment: %d updates", len(e.updated()))
 	}
 	if events := strings.Join(e.drainEvents(), "\n"); !strings.Contains(events, "Warning BuildFailed version 2") {
 		t.Errorf("no BuildFailed event:\n%s", events)
@@ -288,12 +283,11 @@ func TestReconcileBuildDeployFailDelete(t *testing.T) {
 	if _, err := e.fns.Apply(watch.Deleted, f); err != nil {
 		t.Fatal(err)
 	}
-	var rq reconcile.Requeue
-	if err := e.c.reconcile(t.Context(), "default/add"); !errors.As(err, &rq) {
-		t.Errorf("deleted with an image in use: %v, want a requeue", err)
+	if res, err := e.c.Reconcile(t.Context(), "default/add"); err != nil || res.RequeueAfter == 0 {
+		t.Errorf("deleted with an image in use: %v, %+v, want a requeue", err, res)
 	}
 	e.images.inUse = nil
-	if err := e.c.reconcile(t.Context(), "default/add"); err != nil {
+	if _, err := e.c.Reconcile(t.Context(), "default/add"); err != nil {
 		t.Errorf("deleted: %v", err)
 	}
 	if last := e.images.removed[len(e.images.removed)-1]; last != "default/add 0" {
@@ -305,17 +299,16 @@ func TestReconcileWaitsForItsOwnStatus(t *testing.T) {
 	e := newEnv(t)
 	f := fn()
 	e.put(f)
-	if err := e.c.reconcile(t.Context(), "default/add"); err != nil {
+	if _, err := e.c.Reconcile(t.Context(), "default/add"); err != nil {
 		t.Fatal(err)
 	}
 	e.waitBuild(f)
 	// The cache still shows the function before the status that started the build: the
 	// outcome waits, and the same version is not built twice.
-	var rq reconcile.Requeue
-	if err := e.c.reconcile(t.Context(), "default/add"); !errors.As(err, &rq) {
-		t.Fatalf("outcome before the cache saw the build: %v, want a requeue", err)
+	if res, err := e.c.Reconcile(t.Context(), "default/add"); err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("outcome before the cache saw the build: %v, %+v, want a requeue", err, res)
 	}
-	if len(e.build.reqs) != 1 || len(e.api.created) != 0 {
-		t.Errorf("%d builds, %d deployments created", len(e.build.reqs), len(e.api.created))
+	if len(e.build.reqs) != 1 || len(e.created()) != 0 {
+		t.Errorf("%d builds, %d deployments created", len(e.build.reqs), len(e.created()))
 	}
 }

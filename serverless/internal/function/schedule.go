@@ -124,7 +124,7 @@ func (c *Controller) recordScheduleCall(key, schedule string, at time.Time, resu
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"schedules": list}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.cfg.API.PatchFunctionStatus(ctx, ns, name, patch); err != nil {
+	if err := patchStatus(ctx, c.cfg.Functions, ns, name, patch); err != nil {
 		c.log.Warn("recording a scheduled call", "key", key, "schedule", schedule, "err", fmt.Errorf("patch status: %w", err))
 	}
 }
