@@ -13,6 +13,7 @@ import (
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/podstatus"
 )
 
 // podHandler follows the pods of functions (those labelled LabelFunction).
@@ -54,7 +55,7 @@ func (g *Gateway) podChanged(obj runtime.Object) {
 		return
 	}
 	p := g.pool(key)
-	apiReady := podReady(pod)
+	apiReady := podstatus.Ready(pod)
 	version, _ := strconv.ParseInt(pod.Labels[serverlessv1.LabelVersion], 10, 64)
 
 	p.mu.Lock()
@@ -120,15 +121,6 @@ func (g *Gateway) forgetIfGone(namespace, name string) {
 	if idle {
 		delete(g.pools, key)
 	}
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // startProbe probes the backend's /readyz until it answers 200 (then marks it probed, and
