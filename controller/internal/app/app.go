@@ -9,20 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-
 	"minik8s.io/shared/bus"
-	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
-	"minik8s.io/shared/leaderelection"
+	"minik8s.io/shared/manager"
 	"minik8s.io/shared/metrics"
-	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
-	"minik8s.io/shared/run"
 )
 
 // Leader election Lease, as kube-controller-manager's.
@@ -163,100 +157,34 @@ type Context struct {
 	Logger       *slog.Logger
 }
 
-// Run runs the controller-manager until ctx ends.
+// Run runs the controller-manager until ctx ends: the controllers run while this process holds
+// the Lease (always, without --leader-elect), and it exits when it loses it.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+	opts := manager.Options{Name: "controller-manager", Host: cfg.Identity, Kubeconfig: cfg.Kubeconfig,
+		AMQPURL: cfg.AMQPURL, Queue: cfg.Queue, RelistPeriod: cfg.RelistPeriod,
+		MetricsAddress: cfg.MetricsAddress, DebugAddress: cfg.DebugAddress, ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
+	if bindings, ok := bus.Bindings(bus.QueueControllerManager); ok {
+		// A private queue (tests) takes the controller-manager's bindings.
+		opts.Bindings = bindings
 	}
-	cl, err := client.New(ccfg)
+	if cfg.LeaderElect {
+		opts.LeaderElection = &manager.LeaderElection{Namespace: LeaseNamespace, Name: LeaseName, Identity: cfg.Identity,
+			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod}
+	}
+	m, err := manager.New(opts)
 	if err != nil {
 		return err
 	}
-	cl = cl.WithLogger(log)
-	reg := metrics.NewRegistry()
-	// Every loop and queue a controller makes from here on reports to reg.
-	reconcile.SetMetrics(reg)
-	recorder := record.New(record.Config{Component: "controller-manager", Host: cfg.Identity, Sink: record.NewAPISink(cl), Logger: log})
-	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{RelistPeriod: cfg.RelistPeriod,
-		// The bus consumer's OnConnect relists every cache once its queue is bound; the
-		// first lists wait for it rather than list twice.
-		FirstListWait: 5 * time.Second, Logger: log.With("part", "informers"), Metrics: reg.Informers()})
-	cctx := &Context{Config: cfg, ClientConfig: ccfg, Client: cl, Informers: factory, Recorder: recorder, Logger: log}
+	cctx := &Context{Config: cfg, ClientConfig: m.ClientConfig(), Client: m.Client(), Informers: m.Informers(),
+		Recorder: m.Recorder(), Logger: log}
 	// Controllers are built before the informers start: they ask for the caches they read.
-	controllersGroup := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
-	var running []string
 	for _, c := range controllers {
 		if enabled(cfg.Controllers, c.name) {
-			controllersGroup.Add(c.name, c.new(cctx))
-			running = append(running, c.name)
+			m.AddLeading(c.name, c.new(cctx))
 		}
 	}
-
-	bindings, ok := bus.Bindings(bus.QueueControllerManager)
-	if !ok {
-		return errors.New("no bus bindings for the controller-manager queue")
-	}
-	for _, r := range unbound(factory.Resources(), bindings) {
-		log.Warn("the bus queue is not bound to a resource a controller caches: its cache follows the relists alone", "resource", r, "relistPeriod", cfg.RelistPeriod)
-	}
-	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "controller-manager", Logger: log.With("part", "bus")})
-	defer b.Close()
-
-	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
-	g.Add("recorder", recorder)
-	g.Add("informers", factory)
-	if cfg.MetricsAddress != "" {
-		// A standby serves its metrics too: its caches and bus are worth watching.
-		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
-	}
-	if cfg.DebugAddress != "" {
-		g.Add("debug", run.Func(func(ctx context.Context) error { return metrics.ServeDebug(ctx, cfg.DebugAddress, log) }))
-	}
-	// Only the leader consumes: every controller-manager shares one durable queue, and the
-	// broker splits a queue's messages among its consumers, so a standby consuming too would
-	// take half of the leader's changes. A standby's caches follow the periodic relist; the
-	// new leader's connect relists them all (OnConnect).
-	controllersGroup.Add("bus", run.Func(func(ctx context.Context) error {
-		return b.Consume(ctx, bus.Subscription{
-			Queue: cfg.Queue, Bindings: bindings, Handler: factory.Handle,
-			// Handle never fails (what it cannot apply, the relist repairs), so the broker
-			// need not track acknowledgements.
-			NoAck: true,
-			// Anything changed from now on is in the queue: relist to catch up on the rest.
-			OnConnect: func(context.Context) error { factory.RelistAll(); reg.BusConnected(); return nil },
-		})
-	}))
-	runControllers := controllersGroup.Run
-	if cfg.LeaderElect {
-		elector, err := leaderelection.New(leaderelection.Config{
-			Leases:    client.MustFor[*coordinationv1.Lease, *coordinationv1.LeaseList](cl),
-			Namespace: LeaseNamespace, Name: LeaseName, Identity: cfg.Identity,
-			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-			Logger: log,
-		})
-		if err != nil {
-			return err
-		}
-		// One term: losing the lease ends the process with ErrLostLeadership.
-		runControllers = func(ctx context.Context) error { return elector.Run(ctx, controllersGroup.Run) }
-	}
-	g.Add("controllers", run.Func(runControllers))
-	log.Info("starting", "identity", cfg.Identity, "leaderElect", cfg.LeaderElect, "queue", cfg.Queue, "controllers", running)
-	return g.Run(ctx)
-}
-
-// unbound returns the resources whose changes none of the bindings takes.
-func unbound(resources, bindings []string) []string {
-	var out []string
-	for _, r := range resources {
-		key := bus.RoutingKey(r, "", "x", nil, nil, "MODIFIED")
-		if !slices.ContainsFunc(bindings, func(p string) bool { return bus.Match(p, key) }) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return m.Start(ctx)
 }

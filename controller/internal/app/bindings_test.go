@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,15 +13,9 @@ import (
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/manager"
 	"minik8s.io/shared/scheme"
 )
-
-func TestUnbound(t *testing.T) {
-	got := unbound([]string{"pods", "nodes", "deployments", "configmaps"}, []string{"pods.#", "nodes.#", "deployments.#"})
-	if !slices.Equal(got, []string{"configmaps"}) {
-		t.Errorf("unbound = %v, want [configmaps]", got)
-	}
-}
 
 // Every resource a controller caches must reach the controller-manager's queue: a cache that
 // only follows relists reacts minutes late.
@@ -53,7 +46,7 @@ func TestTheQueueIsBoundToEveryCachedResource(t *testing.T) {
 	if len(factory.Resources()) == 0 {
 		t.Fatal("the controllers asked for no informer")
 	}
-	if missing := unbound(factory.Resources(), bindings); len(missing) > 0 {
+	if missing := manager.Unbound(factory.Resources(), bindings); len(missing) > 0 {
 		t.Errorf("the controller-manager queue is not bound to %v (add them to shared/bus's controllerResources)", missing)
 	}
 }
