@@ -2,11 +2,9 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -21,46 +19,32 @@ import (
 	"minik8s.io/serverless/internal/workflow"
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/bus"
-	"minik8s.io/shared/bus/amqpbus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
-	"minik8s.io/shared/metrics"
+	"minik8s.io/shared/manager"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/record"
 	"minik8s.io/shared/run"
 )
-
-// firstListWait lets the caches' first lists wait for the bus's connect relist.
-const firstListWait = 5 * time.Second
 
 // Run runs the serverless component until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	ccfg, err := client.FromKubeconfig(cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	ccfg.UserAgent = "minik8s-serverless"
-	cl, err := client.New(ccfg)
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	cl = cl.WithLogger(log)
-	host, _ := os.Hostname()
-	reg := metrics.NewRegistry()
-	recorder := record.New(record.Config{Component: "serverless", Host: host, Sink: record.NewAPISink(cl), Logger: log})
-	factory := informer.NewFactory(informer.ClientSource(cl), informer.FactoryConfig{RelistPeriod: cfg.RelistPeriod,
-		FirstListWait: firstListWait, Logger: log.With("part", "informers"), Metrics: reg.Informers()})
-
-	images, err := newImages(cfg, ccfg.Token, log)
+	// A private queue (tests) takes the serverless component's bindings.
+	bindings, _ := bus.Bindings(bus.QueueServerless)
+	m, err := manager.New(manager.Options{Name: "serverless", Kubeconfig: cfg.Kubeconfig, UserAgent: "minik8s-serverless",
+		AMQPURL: cfg.AMQPURL, Queue: cfg.Queue, Bindings: bindings, RelistPeriod: cfg.RelistPeriod,
+		MetricsAddress: cfg.MetricsAddress, ShutdownTimeout: cfg.ShutdownTimeout, Logger: log})
 	if err != nil {
 		return err
 	}
-	functions := factory.For(informer.Functions, nil)
-	deployments := factory.For(informer.Deployments, nil)
-
+	images, err := newImages(cfg, m.ClientConfig().Token, log)
+	if err != nil {
+		return err
+	}
+	cl, reg, factory := m.Client(), m.Metrics(), m.Informers()
+	functions, deployments := factory.For(informer.Functions, nil), factory.For(informer.Deployments, nil)
 	// Calls are counted in Redis, under a prefix of this cluster's own (its bus vhost), so the
 	// gateways of one cluster share one view and two clusters on one Redis do not mix.
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DialTimeout: 2 * time.Second,
@@ -89,37 +73,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Functions: functions, Pods: factory.Pods(), Counter: calls, Activator: scaler, Workflows: workflows.Handler(),
 		Registerer: reg, Healthy: factory.HasSynced, Logger: log.With("part", "gateway"),
 	})
-	controller := function.New(function.Config{
+	m.Add("functions", function.New(function.Config{
 		FunctionInformer: functions, DeploymentInformer: deployments, NodeInformer: factory.Nodes(),
-		Builder: images, Images: images, Caller: gw, Recorder: recorder, BuildTimeout: cfg.BuildTimeout,
+		Builder: images, Images: images, Caller: gw, Recorder: m.Recorder(), BuildTimeout: cfg.BuildTimeout,
 		Options:     reconcile.Options{Workers: cfg.Workers, Resync: cfg.Resync, Metrics: reg, Logger: log.With("part", "functions")},
 		Deployments: client.MustFor[*appsv1.Deployment, *appsv1.DeploymentList](cl),
 		Functions:   client.MustFor[*serverlessv1.Function, *serverlessv1.FunctionList](cl),
-	})
-
-	bindings, _ := bus.Bindings(bus.QueueServerless)
-	b := amqpbus.New(amqpbus.Config{URL: cfg.AMQPURL, Name: "serverless", Logger: log.With("part", "bus")})
-	defer b.Close()
-
-	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}
-	g.Add("recorder", recorder)
-	g.Add("informers", factory)
-	g.Add("bus", run.Func(func(ctx context.Context) error {
-		return b.Consume(ctx, bus.Subscription{Queue: cfg.Queue, Bindings: bindings, Handler: factory.Handle, NoAck: true,
-			OnConnect: func(context.Context) error { factory.RelistAll(); reg.BusConnected(); return nil }})
 	}))
-	g.Add("functions", controller)
-	g.Add("counters", calls)
-	g.Add("autoscaler", scaler)
-	g.Add("gateway", gw)
-	g.Add("workflows", workflows)
-	g.Add("gateway-http", &run.HTTPServer{Name: "gateway", Drain: 10 * time.Second, Logger: log,
+	m.Add("counters", calls)
+	m.Add("autoscaler", scaler)
+	m.Add("gateway", gw)
+	m.Add("workflows", workflows)
+	m.Add("gateway-http", &run.HTTPServer{Name: "gateway", Drain: 10 * time.Second, Logger: log,
 		Server: &http.Server{Addr: cfg.GatewayAddress, Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}})
-	if cfg.MetricsAddress != "" {
-		g.Add("metrics", run.Func(func(ctx context.Context) error { return metrics.Serve(ctx, cfg.MetricsAddress, reg, log) }))
-	}
 	log.Info("starting", "queue", cfg.Queue, "gateway", cfg.GatewayAddress, "redis", cfg.RedisAddr)
-	return g.Run(ctx)
+	return m.Start(ctx)
 }
 
 // clusterName names this cluster where several share one Redis or Docker engine: its bus
