@@ -5,27 +5,38 @@ import (
 	"slices"
 	"strings"
 
+	"minik8s.io/controller/internal/deployment"
+	"minik8s.io/controller/internal/endpoints"
+	"minik8s.io/controller/internal/endpointslice"
+	"minik8s.io/controller/internal/garbagecollector"
+	"minik8s.io/controller/internal/ingress"
+	"minik8s.io/controller/internal/job"
+	"minik8s.io/controller/internal/nodelifecycle"
+	"minik8s.io/controller/internal/podautoscaler"
+	"minik8s.io/controller/internal/replicaset"
+	"minik8s.io/controller/internal/ttlafterfinished"
+	"minik8s.io/controller/internal/volume"
 	"minik8s.io/shared/run"
 )
 
 // controllers are the controllers this binary runs, by the names --controllers takes
-// (Kubernetes' where it has them). Adding one is one line here and its constructor below; it
-// must ask the informers for what it reads before returning.
+// (Kubernetes' where it has them). Adding one is its package, whose Setup asks the informers
+// for what it reads before returning, and one line here.
 var controllers = []struct {
 	name string
 	new  func(ctx *Context) run.Runnable
 }{
-	{"deployment", newDeployments},
-	{"endpoint", newEndpoints},
-	{"endpointslice", newEndpointSlices},
-	{"garbagecollector", newGarbageCollector},
-	{"horizontalpodautoscaling", newHPAs},
-	{"ingress", newIngress},
-	{"job", newJobs},
-	{"nodelifecycle", newNodeLifecycle},
-	{"persistentvolume-binder", newVolumeBinder},
-	{"replicaset", newReplicaSets},
-	{"ttl-after-finished", newTTLAfterFinished},
+	{"deployment", deployment.Setup},
+	{"endpoint", endpoints.Setup},
+	{"endpointslice", endpointslice.Setup},
+	{"garbagecollector", garbagecollector.Setup},
+	{"horizontalpodautoscaling", podautoscaler.Setup},
+	{"ingress", ingress.Setup},
+	{"job", job.Setup},
+	{"nodelifecycle", nodelifecycle.Setup},
+	{"persistentvolume-binder", volume.Setup},
+	{"replicaset", replicaset.Setup},
+	{"ttl-after-finished", ttlafterfinished.Setup},
 }
 
 // ControllerNames are the names --controllers knows.

@@ -99,8 +99,8 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// run starts a container and removes it when the test ends.
-func run(t *testing.T, args ...string) string {
+// runContainer starts a container and removes it when the test ends.
+func runContainer(t *testing.T, args ...string) string {
 	t.Helper()
 	id := docker(t, nil, append([]string{"run", "-d", "--name", "minik8s-test-ingress-" + randomSuffix()}, args...)...)
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
@@ -114,10 +114,10 @@ func run(t *testing.T, args ...string) string {
 func TestReloadUnderLoadDropsNothing(t *testing.T) {
 	requireNginxImage(t)
 	const blob = 64 << 10
-	backend := run(t, DefaultImage, "sh", "-c", fmt.Sprintf(
+	backend := runContainer(t, DefaultImage, "sh", "-c", fmt.Sprintf(
 		`mkdir -p /srv && head -c %d /dev/zero > /srv/blob && printf '%%s' 'events {} http { server { listen 8080; location / { root /srv; try_files /blob =404; limit_rate 256k; } } }' > /b.conf && exec nginx -g 'daemon off;' -c /b.conf`, blob))
 	backendIP := docker(t, nil, "inspect", "-f", "{{.NetworkSettings.IPAddress}}", backend)
-	front := run(t, "-p", "127.0.0.1::80", DefaultImage)
+	front := runContainer(t, "-p", "127.0.0.1::80", DefaultImage)
 	addr := docker(t, nil, "port", front, "80/tcp")
 	if i := strings.Index(addr, "\n"); i >= 0 {
 		addr = addr[:i]

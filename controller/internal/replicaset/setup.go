@@ -1,0 +1,24 @@
+package replicaset
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/controller/internal/setup"
+	"minik8s.io/shared/client"
+	"minik8s.io/shared/informer"
+	"minik8s.io/shared/reconcile"
+	"minik8s.io/shared/run"
+)
+
+// Setup builds the controller from the controller-manager's configuration and parts.
+func Setup(c *setup.Context) run.Runnable {
+	return New(Config{
+		ReplicaSetInformer: c.Informers.For(informer.ReplicaSets, nil),
+		PodInformer:        c.Informers.Pods(),
+		ReplicaSets:        client.MustFor[*appsv1.ReplicaSet, *appsv1.ReplicaSetList](c.Client),
+		Pods:               client.MustFor[*corev1.Pod, *corev1.PodList](c.Client),
+		Recorder:           c.Recorder,
+		Options:            reconcile.Options{Workers: c.Config.ReplicaSetWorkers, Logger: c.Logger},
+	})
+}
