@@ -11,14 +11,7 @@ import (
 	"time"
 
 	"minik8s.io/shared/netns"
-	"minik8s.io/shared/netns/netnstest"
 )
-
-// NewNetNS creates a network namespace for the test (see netnstest.New).
-func NewNetNS(t *testing.T) string { return netnstest.New(t) }
-
-// InNetNS runs fn in the namespace at path ("" means the current one; see netns.Do).
-func InNetNS(path string, fn func() error) error { return netns.Do(path, fn) }
 
 // Serve listens on TCP port in the namespace at path and answers every connection with reply
 // and a newline. The listener closes when the test ends.

@@ -99,8 +99,8 @@ const labCluster = "10.250.0.0/16"
 func newLab(t *testing.T) *lab {
 	t.Helper()
 	needRoot(t)
-	l := &lab{sw: networktest.NewNetNS(t), a: networktest.NewNetNS(t), b: networktest.NewNetNS(t),
-		podA: networktest.NewNetNS(t), podB: networktest.NewNetNS(t), nodes: &fakeNodes{nodes: map[string]*corev1.Node{}}}
+	l := &lab{sw: netnstest.New(t), a: netnstest.New(t), b: netnstest.New(t),
+		podA: netnstest.New(t), podB: netnstest.New(t), nodes: &fakeNodes{nodes: map[string]*corev1.Node{}}}
 	sw := filepath.Base(l.sw)
 	run(t, "ip", "-n", sw, "link", "add", "br0", "type", "bridge")
 	run(t, "ip", "-n", sw, "link", "set", "br0", "up")
