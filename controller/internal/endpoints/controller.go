@@ -17,7 +17,6 @@ import (
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // Config wires a Controller.
@@ -44,12 +43,7 @@ type Controller struct {
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Options = cfg.Options.WithDefaults()
 	c := &Controller{
 		cfg:       cfg,
 		services:  informer.NewLister[*corev1.Service](cfg.ServiceInformer.Store()),

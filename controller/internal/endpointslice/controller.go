@@ -18,7 +18,6 @@ import (
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // ServiceIndex files the slices this controller manages under their Service's key.
@@ -62,12 +61,7 @@ type Controller struct {
 
 // New returns a controller with its handlers registered; nothing runs until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Options = cfg.Options.WithDefaults()
 	c := &Controller{
 		cfg:      cfg,
 		services: informer.NewLister[*corev1.Service](cfg.ServiceInformer.Store()),

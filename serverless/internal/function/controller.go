@@ -20,7 +20,6 @@ import (
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/kubeletclient"
 	"minik8s.io/shared/reconcile"
-	"minik8s.io/shared/workqueue/clock"
 )
 
 // Config wires a Controller.
@@ -76,12 +75,7 @@ type build struct {
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	cfg.Options = cfg.Options.WithDefaults()
 	if cfg.BuildTimeout <= 0 {
 		cfg.BuildTimeout = 10 * time.Minute
 	}
