@@ -60,6 +60,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// EventRecorder reports events about objects: Recorder and Fake implement it, and a component
+// part that reports events takes one, so its tests can pass a Fake.
+type EventRecorder interface {
+	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+var (
+	_ EventRecorder = (*Recorder)(nil)
+	_ EventRecorder = (*Fake)(nil)
+)
+
 // Recorder turns Eventf calls into Events. Build with New and run Start in the run group.
 type Recorder struct {
 	cfg      Config

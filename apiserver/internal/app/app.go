@@ -13,10 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"minik8s.io/apiserver/internal/bootstrap"
 	"minik8s.io/apiserver/internal/server"

@@ -22,6 +22,7 @@ import (
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
+	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -45,10 +46,8 @@ const (
 	syncKey = "ingress"
 )
 
-// Recorder reports events; shared/record's Recorder and Fake satisfy it.
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Config wires a Controller.
 type Config struct {

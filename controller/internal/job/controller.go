@@ -17,6 +17,7 @@ import (
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
+	"minik8s.io/shared/record"
 )
 
 // PodJobIndex files pods under the uid of the Job that controls them.
@@ -34,10 +35,8 @@ func PodJobIndexFunc(obj runtime.Object) ([]string, error) {
 	return nil, nil
 }
 
-// Recorder reports events; shared/record's Recorder and Fake satisfy it.
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Config wires a Controller.
 type Config struct {

@@ -18,6 +18,7 @@ import (
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/reconcile"
+	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
 )
@@ -38,10 +39,8 @@ const (
 	podNodeIndexMissingMessage = "pods informer has no spec.nodeName index"
 )
 
-// Recorder reports events; shared/record's Recorder and Fake satisfy it.
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Config wires a Controller.
 type Config struct {

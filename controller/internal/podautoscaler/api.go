@@ -8,12 +8,12 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s.io/shared/apierror"
 	metricsv1beta1 "minik8s.io/shared/apis/metrics/v1beta1"
 	"minik8s.io/shared/client"
+	"minik8s.io/shared/record"
 	"minik8s.io/shared/scheme"
 )
 
@@ -32,10 +32,8 @@ type Metrics interface {
 	PodMetrics(ctx context.Context, namespace string, selector labels.Selector, resource corev1.ResourceName) (PodMetrics, error)
 }
 
-// Recorder reports events; shared/record's Recorder and Fake satisfy it.
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // ClientScales is Scales through the apiserver.
 func ClientScales(c *client.Client) Scales { return clientScales{c} }

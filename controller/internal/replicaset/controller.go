@@ -19,6 +19,7 @@ import (
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
+	"minik8s.io/shared/record"
 )
 
 // Event reasons, Kubernetes' own.
@@ -27,10 +28,8 @@ const (
 	EventSuccessfulDelete = "SuccessfulDelete"
 )
 
-// Recorder reports events; shared/record's Recorder and Fake satisfy it.
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Config wires a Controller.
 type Config struct {

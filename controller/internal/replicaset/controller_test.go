@@ -14,8 +14,8 @@ import (
 
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
-	"minik8s.io/shared/record"
 	"minik8s.io/shared/reconcile"
+	"minik8s.io/shared/record"
 )
 
 // listOf lists objs at the resourceVersion of the newest, as the apiserver would.

@@ -1,8 +1,6 @@
 package volume
 
-import "k8s.io/apimachinery/pkg/runtime"
+import "minik8s.io/shared/record"
 
-// Recorder reports events; shared/record's Recorder and Fake satisfy it.
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder

@@ -18,6 +18,7 @@ import (
 	"minik8s.io/kubelet/internal/pods/spec"
 	"minik8s.io/kubelet/internal/pods/status"
 	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -30,10 +31,8 @@ type Finalizer interface {
 	Finalize(ctx context.Context, pod *corev1.Pod) error
 }
 
-// Recorder emits Kubernetes events; shared/record's Recorder fits.
-type Recorder interface {
-	Eventf(obj kruntime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Defaults for Config.
 const (

@@ -8,8 +8,8 @@ import (
 	"minik8s.io/kubeproxy/internal/catalog"
 	"minik8s.io/kubeproxy/internal/catalog/catalogtest"
 	"minik8s.io/kubeproxy/internal/netfilter/iptables"
-	"minik8s.io/shared/netns/netnstest"
 	"minik8s.io/kubeproxy/internal/rules"
+	"minik8s.io/shared/netns/netnstest"
 )
 
 var benchSizes = []int{1000, 5000}

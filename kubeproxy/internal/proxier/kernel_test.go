@@ -19,9 +19,9 @@ import (
 
 	"minik8s.io/kubeproxy/internal/netfilter"
 	"minik8s.io/kubeproxy/internal/netfilter/iptables"
+	"minik8s.io/kubeproxy/internal/rules"
 	"minik8s.io/shared/netns"
 	"minik8s.io/shared/netns/netnstest"
-	"minik8s.io/kubeproxy/internal/rules"
 )
 
 // countingTables counts restores of the real adapter.

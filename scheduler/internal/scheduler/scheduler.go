@@ -19,6 +19,7 @@ import (
 	"minik8s.io/scheduler/internal/queue"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -42,10 +43,8 @@ type PodLister interface {
 	Get(namespace, name string) (*corev1.Pod, error)
 }
 
-// Recorder records Events (shared/record.Recorder).
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Leader says whether this process may bind (leaderelection.Elector). Nil means always.
 type Leader interface {

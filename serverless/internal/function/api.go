@@ -4,11 +4,11 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 	"minik8s.io/shared/client"
+	"minik8s.io/shared/record"
 )
 
 // BuildRequest is one image build: the source of one version of a function.
@@ -48,10 +48,8 @@ type Caller interface {
 	Call(ctx context.Context, namespace, name string, body []byte) ([]byte, error)
 }
 
-// Recorder reports Events (shared/record's Recorder and Fake).
-type Recorder interface {
-	Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // patchStatus applies a JSON merge patch to the Function's status subresource.
 func patchStatus(ctx context.Context, w client.Writer[*serverlessv1.Function], namespace, name string, patch []byte) error {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -34,10 +34,8 @@ const (
 	Failure
 )
 
-// Recorder emits Kubernetes events; shared/record's Recorder fits.
-type Recorder interface {
-	Eventf(obj kruntime.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Recorder reports events (shared/record's Recorder, or its Fake in tests).
+type Recorder = record.EventRecorder
 
 // Target is one running container to probe.
 type Target struct {
