@@ -127,7 +127,10 @@ func (l *Loop) next(ctx context.Context, log *slog.Logger) bool {
 		l.metrics.Observe(took, metrics.ResultSuccess)
 		l.Queue.Forget(key)
 	case errors.As(err, &rq):
+		// As controller-runtime's RequeueAfter: the sync succeeded, so its failures are
+		// forgotten, and the key comes back when asked.
 		l.metrics.Observe(took, metrics.ResultRequeue)
+		l.Queue.Forget(key)
 		l.Queue.AddAfter(key, rq.After)
 	default:
 		l.metrics.Observe(took, metrics.ResultError)

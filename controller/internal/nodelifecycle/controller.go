@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,10 +15,8 @@ import (
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
-	"minik8s.io/shared/metrics"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
-	"minik8s.io/shared/workqueue"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -65,21 +62,19 @@ type Config struct {
 
 // Controller is the node lifecycle controller. Build with New, run Start.
 type Controller struct {
+	*reconcile.Controller
 	cfg    Config
 	nodes  informer.Lister[*corev1.Node]
 	leases informer.Lister[*coordinationv1.Lease]
 	pods   informer.Lister[*corev1.Pod]
-	queue  *workqueue.Queue[string]
-	// metrics records each node's sync, as a reconcile.Loop does.
-	metrics *metrics.Controller
-	log     *slog.Logger
+	log    *slog.Logger
 	// since is when Start began: no node is judged on heartbeats from before it.
 	since time.Time
-	// handlers are registered on the first Start only.
-	once sync.Once
 }
 
-// New returns a controller; it registers nothing and starts nothing until Start.
+// New returns a controller with its handlers registered; nothing runs until Start. Keys are
+// node names: a Node's, its Lease's, and the node a pod is bound to (a pod arriving on a lost
+// or deleted node needs the node's decision applied to it too).
 func New(cfg Config) *Controller {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -99,100 +94,68 @@ func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
-	return &Controller{
-		cfg:     cfg,
-		nodes:   informer.NewLister[*corev1.Node](cfg.NodeInformer.Store()),
-		leases:  informer.NewLister[*coordinationv1.Lease](cfg.LeaseInformer.Store()),
-		pods:    informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
-		queue:   reconcile.NewQueue("nodelifecycle", cfg.Clock),
-		metrics: reconcile.SyncMetrics("nodelifecycle"),
-		log:     cfg.Logger.With("controller", "nodelifecycle"),
+	c := &Controller{
+		cfg:    cfg,
+		nodes:  informer.NewLister[*corev1.Node](cfg.NodeInformer.Store()),
+		leases: informer.NewLister[*coordinationv1.Lease](cfg.LeaseInformer.Store()),
+		pods:   informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
+		log:    cfg.Logger.With("controller", "nodelifecycle"),
 	}
+	c.Controller = reconcile.NewController("nodelifecycle", reconcile.Options{
+		// MonitorPeriod is the resync: every node looked at again, the safety net under the
+		// event handlers and the requeue timers.
+		Workers: cfg.Workers, Resync: cfg.MonitorPeriod, Clock: cfg.Clock, Logger: cfg.Logger,
+	}).
+		For(cfg.NodeInformer).
+		Map(cfg.LeaseInformer, leaseNode).
+		Watches(cfg.PodInformer, podsBound).
+		Keys(c.keys).
+		Complete(c)
+	return c
 }
 
-// Start reconciles nodes until ctx ends. It waits for the informers to sync first, and drains
-// its workers before returning.
+// Start reconciles nodes until ctx ends; it waits for the caches first and drains its workers
+// before returning.
 func (c *Controller) Start(ctx context.Context) error {
-	c.once.Do(c.addHandlers)
-	if !informer.WaitForSync(ctx, c.cfg.NodeInformer.HasSynced, c.cfg.LeaseInformer.HasSynced, c.cfg.PodInformer.HasSynced) {
-		return nil // ctx ended first
-	}
 	c.since = c.cfg.Clock.Now()
 	c.log.Info("started", "gracePeriod", c.cfg.GracePeriod, "podEvictionTimeout", c.cfg.DefaultToleration)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
+	return c.Controller.Start(ctx)
+}
+
+// leaseNode is the node a heartbeat Lease is about.
+func leaseNode(obj runtime.Object) []string {
+	if key, err := informer.KeyOf(obj); err == nil {
+		if ns, name := informer.SplitKey(key); ns == LeaseNamespace {
+			return []string{name}
+		}
 	}
-	c.monitor(ctx)
-	c.queue.ShutDown()
-	wg.Wait()
 	return nil
 }
 
-func (c *Controller) addHandlers() {
-	enqueue := func(obj runtime.Object) {
-		if key, err := informer.KeyOf(obj); err == nil {
-			_, name := informer.SplitKey(key)
-			c.queue.Add(name)
+// podsBound queues the node of a pod that arrives bound, or is bound now.
+func podsBound(q reconcile.Queue) informer.Handler {
+	add := func(obj runtime.Object) {
+		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			q.Add(pod.Spec.NodeName)
 		}
 	}
-	c.cfg.NodeInformer.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj runtime.Object) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	})
-	leaseChanged := func(obj runtime.Object) {
-		if key, err := informer.KeyOf(obj); err == nil {
-			if ns, name := informer.SplitKey(key); ns == LeaseNamespace {
-				c.queue.Add(name)
-			}
-		}
-	}
-	c.cfg.LeaseInformer.AddEventHandler(informer.HandlerFuncs{
-		AddFunc:    leaseChanged,
-		UpdateFunc: func(_, obj runtime.Object) { leaseChanged(obj) },
-		DeleteFunc: leaseChanged,
-	})
-	// A pod arriving on a lost or deleted node needs the node's decision applied to it too.
-	podChanged := func(obj runtime.Object) {
-		if pod, ok := informer.DeletedObject(obj).(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-			c.queue.Add(pod.Spec.NodeName)
-		}
-	}
-	c.cfg.PodInformer.AddEventHandler(informer.HandlerFuncs{
-		AddFunc: podChanged,
+	return informer.HandlerFuncs{
+		AddFunc: add,
 		UpdateFunc: func(old, obj runtime.Object) {
 			if o, ok := old.(*corev1.Pod); ok && o.Spec.NodeName == "" {
-				podChanged(obj)
+				add(obj)
 			}
 		},
-	})
-}
-
-// monitor queues every node, and every node name pods are bound to, each MonitorPeriod: the
-// level-triggered safety net for lost events and for nodes deleted while no one watched.
-func (c *Controller) monitor(ctx context.Context) {
-	for {
-		c.enqueueAll()
-		t := c.cfg.Clock.NewTimer(c.cfg.MonitorPeriod)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
 	}
 }
 
-func (c *Controller) enqueueAll() {
+// keys are every node, and every node name pods are bound to that has no Node: the
+// level-triggered safety net for lost events and for nodes deleted while no one watched.
+func (c *Controller) keys() []string {
+	var keys []string
 	nodes, _ := c.nodes.List(nil)
 	for _, n := range nodes {
-		c.queue.Add(n.Name)
+		keys = append(keys, n.Name)
 	}
 	pods, _ := c.pods.List(nil)
 	for _, p := range pods {
@@ -200,35 +163,16 @@ func (c *Controller) enqueueAll() {
 			continue
 		}
 		if _, err := c.nodes.Get("", p.Spec.NodeName); err != nil {
-			c.queue.Add(p.Spec.NodeName)
+			keys = append(keys, p.Spec.NodeName)
 		}
 	}
+	return keys
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	start := c.cfg.Clock.Now()
+// Reconcile applies the decision about one node and says when to look again.
+func (c *Controller) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	after, err := c.sync(ctx, name)
-	took := c.cfg.Clock.Since(start)
-	switch {
-	case err != nil:
-		c.metrics.Observe(took, metrics.ResultError)
-		if ctx.Err() == nil {
-			c.log.Warn("sync failed, requeueing", "node", name, "err", err)
-		}
-		c.queue.AddRateLimited(name)
-	default:
-		c.metrics.Observe(took, metrics.ResultSuccess)
-		c.queue.Forget(name)
-		if after > 0 {
-			c.queue.AddAfter(name, after)
-		}
-	}
-	return true
+	return reconcile.Result{RequeueAfter: after}, err
 }
 
 // sync applies the decision about one node and says when to look again.
