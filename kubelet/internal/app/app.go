@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -316,10 +315,11 @@ func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *man
 	if err != nil {
 		return nil, nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	// The component's registry: its informers' and bus's metrics, Go's and the process's,
+	// and the server's own, all at /metrics.
+	reg := m.Metrics()
 	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
-		Review: reviewer(m.ClientConfig()), Registry: reg, Logger: log.With("part", "server"), StreamIdleTimeout: cfg.StreamIdleTimeout})
+		Review: reviewer(m.ClientConfig()), Registry: reg.Registry, Logger: log.With("part", "server"), StreamIdleTimeout: cfg.StreamIdleTimeout})
 	reg.MustRegister(server.NewUsageCollector(srv))
 	var usage *nodestatus.UsageReporter
 	if cfg.UsagePeriod >= 0 {

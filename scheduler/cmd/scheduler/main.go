@@ -38,7 +38,7 @@ func main() {
 	fs.IntVar(&cfg.EventsBurst, "events-burst", 100, "Events written at once before --events-qps applies")
 	fs.StringVar(&cfg.DebugAddress, "debug-address", "", "serve Go's profiles (/debug/pprof/), without authentication, on this host:port, e.g. 127.0.0.1:10259; empty: off")
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader through a Lease so that only one scheduler binds")
-	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this process's name in the Lease (default: hostname_pid)")
+	fs.StringVar(&cfg.Identity, "leader-elect-identity", "", "this process's name in the Lease (default: hostname_<random>)")
 	fs.StringVar(&cfg.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the election Lease")
 	fs.StringVar(&cfg.LeaseName, "leader-elect-resource-name", "kube-scheduler", "name of the election Lease")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", time.Minute, "how often pods and nodes are relisted (the bus is a hint)")
