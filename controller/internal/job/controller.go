@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -55,6 +54,7 @@ type Controller struct {
 	jobs         informer.Lister[*batchv1.Job]
 	pods         informer.Lister[*corev1.Pod]
 	expectations reconcile.Expectations
+	children     reconcile.Children[*corev1.Pod]
 	written      reconcile.Written
 }
 
@@ -66,6 +66,7 @@ func New(cfg Config) *Controller {
 		jobs: informer.NewLister[*batchv1.Job](cfg.JobInformer.Store()),
 		pods: informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 	}
+	c.children = reconcile.Children[*corev1.Pod]{Writer: cfg.Pods, Expectations: &c.expectations, Recorder: cfg.Recorder, Clock: cfg.Clock}
 	c.Controller = reconcile.NewController("job", cfg.Options).
 		For(cfg.JobInformer, c.expectations.Forget, c.written.Forget).
 		Watches(cfg.PodInformer, c.podEvents).
@@ -182,74 +183,22 @@ func (c *Controller) events(job *batchv1.Job, next batchv1.JobStatus) {
 	}
 }
 
-// create makes plan.Create pods in slow-start batches, each expected before it is made.
+// create makes plan.Create pods, with their completion indexes for an Indexed Job.
 func (c *Controller) create(ctx context.Context, key string, job *batchv1.Job, plan Plan) (int, error) {
-	n := plan.Create
-	if n <= 0 {
-		return 0, nil
-	}
-	c.expectations.ExpectCreations(key, n, c.cfg.Clock.Now())
-	var mu sync.Mutex
-	next := 0
-	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, reconcile.SlowStartParallel, func(ctx context.Context) error {
+	made, err := c.children.Create(ctx, job, key, plan.Create, func(i int) *corev1.Pod {
 		index := -1
 		if len(plan.Indexes) > 0 {
-			mu.Lock()
-			index = plan.Indexes[next]
-			next++
-			mu.Unlock()
+			index = plan.Indexes[i]
 		}
-		pod, err := c.cfg.Pods.Create(ctx, PodFromTemplate(job, index), metav1.CreateOptions{})
-		if err != nil {
-			c.expectations.CreationObserved(key)
-			return err
-		}
-		c.cfg.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
-		return nil
+		return PodFromTemplate(job, index)
 	})
-	for range n - attempted {
-		c.expectations.CreationObserved(key)
-	}
 	if err != nil {
-		c.cfg.Recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
-		return ok, fmt.Errorf("create pods of job %s (%d of %d made): %w", key, ok, n, err)
+		return made, fmt.Errorf("create pods of job %s: %w", key, err)
 	}
-	return ok, nil
+	return made, nil
 }
 
 // delete removes pods at once, in parallel.
 func (c *Controller) delete(ctx context.Context, key string, job *batchv1.Job, pods []*corev1.Pod) error {
-	if len(pods) == 0 {
-		return nil
-	}
-	podKeys := make([]string, len(pods))
-	for i, p := range pods {
-		podKeys[i] = keyOf(p.Namespace, p.Name)
-	}
-	c.expectations.ExpectDeletions(key, podKeys, c.cfg.Clock.Now())
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for i, p := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.cfg.Pods.Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			if err == nil {
-				c.cfg.Recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-				return
-			}
-			c.expectations.DeletionObserved(key, podKeys[i])
-			if errors.Is(err, apierror.ErrNotFound) || errors.Is(err, apierror.ErrConflict) {
-				return
-			}
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("delete pod %s: %w", podKeys[i], err))
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return c.children.Delete(ctx, job, key, pods)
 }

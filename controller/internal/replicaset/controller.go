@@ -24,8 +24,8 @@ import (
 
 // Event reasons, Kubernetes' own.
 const (
-	EventSuccessfulCreate = "SuccessfulCreate"
-	EventSuccessfulDelete = "SuccessfulDelete"
+	EventSuccessfulCreate = reconcile.EventSuccessfulCreate
+	EventSuccessfulDelete = reconcile.EventSuccessfulDelete
 )
 
 // Recorder reports events (shared/record's Recorder, or its Fake in tests).
@@ -50,6 +50,7 @@ type Controller struct {
 	rss          informer.Lister[*appsv1.ReplicaSet]
 	pods         informer.Lister[*corev1.Pod]
 	expectations reconcile.Expectations
+	children     reconcile.Children[*corev1.Pod]
 	written      reconcile.Written
 	statusMu     sync.Mutex
 	statusAt     map[string]time.Time // the last status write per ReplicaSet
@@ -65,6 +66,7 @@ func New(cfg Config) *Controller {
 		pods: informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		log:  cfg.Logger.With("controller", "replicaset"),
 	}
+	c.children = reconcile.Children[*corev1.Pod]{Writer: cfg.Pods, Expectations: &c.expectations, Recorder: cfg.Recorder, Clock: cfg.Clock}
 	c.Controller = reconcile.NewController("replicaset", cfg.Options).
 		For(cfg.ReplicaSetInformer, c.forget).
 		Watches(cfg.PodInformer, c.podEvents).
@@ -343,65 +345,17 @@ func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []
 	return nil
 }
 
-// create makes n pods in slow-start batches, expecting each before it is made so that the
-// cache's view of it cannot be missed; creations that fail or are never attempted are
-// observed at once, so the next sync tries them again.
+// create makes n pods.
 func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
-	c.expectations.ExpectCreations(key, n, c.cfg.Clock.Now())
-	ok, attempted, err := reconcile.SlowStart(ctx, n, 1, reconcile.SlowStartParallel, func(ctx context.Context) error {
-		pod, err := c.cfg.Pods.Create(ctx, PodFromTemplate(rs), metav1.CreateOptions{})
-		if err != nil {
-			c.expectations.CreationObserved(key)
-			return err
-		}
-		c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod: %s", pod.Name)
-		return nil
-	})
-	for range n - attempted {
-		c.expectations.CreationObserved(key)
-	}
+	made, err := c.children.Create(ctx, rs, key, n, func(int) *corev1.Pod { return PodFromTemplate(rs) })
 	if err != nil {
-		c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-		return fmt.Errorf("create pods of replicaset %s (%d of %d made): %w", key, ok, n, err)
+		return fmt.Errorf("create pods of replicaset %s: %w", key, err)
 	}
-	c.log.Debug("created pods", "key", key, "count", ok)
+	c.log.Debug("created pods", "key", key, "count", made)
 	return nil
 }
 
 // delete removes the chosen pods at once.
 func (c *Controller) delete(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
-	podKeys := make([]string, len(pods))
-	for i, p := range pods {
-		podKeys[i] = keyOf(p.Namespace, p.Name)
-	}
-	c.expectations.ExpectDeletions(key, podKeys, c.cfg.Clock.Now())
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for i, p := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := c.cfg.Pods.Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			if err == nil {
-				c.cfg.Recorder.Eventf(rs, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
-				return
-			}
-			c.expectations.DeletionObserved(key, podKeys[i])
-			if errors.Is(err, apierror.ErrNotFound) || errors.Is(err, apierror.ErrConflict) {
-				return // gone already, or another pod of that name
-			}
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("delete pod %s: %w", podKeys[i], err))
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		c.cfg.Recorder.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
-		return err
-	}
-	return nil
+	return c.children.Delete(ctx, rs, key, pods)
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s.io/shared/podstatus"
+	"minik8s.io/shared/reconcile"
 )
 
 // BurstReplicas caps how many pods one sync creates or deletes, as Kubernetes' controller does:
@@ -88,8 +89,8 @@ func replicas(rs *appsv1.ReplicaSet) int32 {
 
 // Condition reasons, Kubernetes' own.
 const (
-	ReasonFailedCreate = "FailedCreate"
-	ReasonFailedDelete = "FailedDelete"
+	ReasonFailedCreate = reconcile.EventFailedCreate
+	ReasonFailedDelete = reconcile.EventFailedDelete
 )
 
 // Status is rs's status given the active pods it controls after a sync, the error that sync's
