@@ -32,6 +32,17 @@ func (s Services) Of(pod *corev1.Pod) []string {
 	return keys
 }
 
+// Keys are the keys of every cached Service: what the Endpoints and EndpointSlice controllers
+// revisit on each resync.
+func (s Services) Keys() []string {
+	svcs, _ := s.Lister.List(nil)
+	keys := make([]string, 0, len(svcs))
+	for _, svc := range svcs {
+		keys = append(keys, Key(svc.Namespace, svc.Name))
+	}
+	return keys
+}
+
 // PodHandler returns informer handlers that queue on q the key of every Service a changed pod
 // belongs to, before and after the change; updates that cannot change any endpoints (most
 // kubelet status writes) queue nothing, but a resync (old == new) queues as always. It is a

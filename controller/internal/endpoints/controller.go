@@ -80,11 +80,7 @@ func (c *Controller) seen(obj runtime.Object) {
 
 // keys are every Service, and every Endpoints we manage (whose Service may be gone).
 func (c *Controller) keys() []string {
-	var keys []string
-	svcs, _ := c.services.List(nil)
-	for _, s := range svcs {
-		keys = append(keys, backends.Key(s.Namespace, s.Name))
-	}
+	keys := backends.Services{Lister: c.services}.Keys()
 	eps, _ := c.endpoints.List(labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy}))
 	for _, e := range eps {
 		keys = append(keys, backends.Key(e.Namespace, e.Name))

@@ -85,11 +85,7 @@ func New(cfg Config) *Controller {
 }
 
 func (c *Controller) keys() []string {
-	var keys []string
-	svcs, _ := c.services.List(nil)
-	for _, s := range svcs {
-		keys = append(keys, backends.Key(s.Namespace, s.Name))
-	}
+	keys := backends.Services{Lister: c.services}.Keys()
 	// Slices whose Service is gone.
 	all, _ := c.slices.List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: ManagedBy}))
 	for _, s := range all {
