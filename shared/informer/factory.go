@@ -65,6 +65,9 @@ func ClientSource(c *client.Client) Source {
 type FactoryConfig struct {
 	// RelistPeriod is the safety net under the bus: every cache is relisted this often.
 	RelistPeriod time.Duration
+	// Watch keeps the caches with a watch instead of the bus: for a source that watches
+	// cheaply, such as the apiserver's own registry.
+	Watch bool
 	// FirstListWait lets each cache's first list wait for the bus's relist request (see
 	// Config.FirstListWait); 0 lists at once.
 	FirstListWait time.Duration
@@ -187,7 +190,7 @@ func (f *Factory) get(m map[string]*factoryEntry, resource string, metadataOnly 
 	}
 	inf := New(Config{
 		Name: name, ListerWatcher: lw, Indexers: indexers,
-		NoWatch: true, RelistPeriod: f.cfg.RelistPeriod, FirstListWait: f.cfg.FirstListWait, Clock: f.cfg.Clock,
+		NoWatch: !f.cfg.Watch, RelistPeriod: f.cfg.RelistPeriod, FirstListWait: f.cfg.FirstListWait, Clock: f.cfg.Clock,
 		Logger: f.cfg.Logger.With("informer", name), OnList: onList,
 	})
 	m[resource] = &factoryEntry{inf: inf, res: res}

@@ -21,6 +21,7 @@ import (
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/scheme"
+	"minik8s.io/shared/testwait"
 )
 
 func emptySource(*scheme.Resource, bool) ListerWatcher {
@@ -115,7 +116,7 @@ func TestFactoryPanicsOnWiringMistakes(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { _ = f.Start(ctx); close(done) }()
-	eventually(t, "factory started", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.started })
+	testwait.For(t, "factory started", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.started })
 	mustPanic("a new informer after Start", func() { f.Pods() })
 	if f.Nodes() == nil {
 		t.Error("an existing informer after Start")
@@ -171,7 +172,7 @@ func TestClientSourceServesEveryResourceOfTheScheme(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = f.Start(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, "every cache listed", f.HasSynced)
+	testwait.For(t, "every cache listed", f.HasSynced)
 	for _, res := range scheme.Resources {
 		t.Run(res.Plural, func(t *testing.T) {
 			key := "a"

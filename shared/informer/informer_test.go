@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/testwait"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -112,7 +113,7 @@ func (r *recorder) add(s string) {
 // take waits for n events and returns them, clearing the record.
 func (r *recorder) take(t *testing.T, n int) []string {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d handler calls", n), func() bool {
+	testwait.For(t, fmt.Sprintf("%d handler calls", n), func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return len(r.events) >= n
@@ -122,17 +123,6 @@ func (r *recorder) take(t *testing.T, n int) []string {
 	out := r.events
 	r.events = nil
 	return out
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // start runs inf until the test ends and checks that Start returned.
@@ -169,7 +159,7 @@ func TestListThenWatch(t *testing.T) {
 	start(t, inf)
 
 	diffEvents(t, []string{"add ns/a@5", "add ns/b@6"}, rec.take(t, 2))
-	eventually(t, "HasSynced", inf.HasSynced)
+	testwait.For(t, "HasSynced", inf.HasSynced)
 	ow := lw.nextWatch(t)
 	wantOpts := metav1.ListOptions{FieldSelector: "spec.nodeName=n1", ResourceVersion: "10", Watch: true, AllowWatchBookmarks: true}
 	if diff := cmp.Diff(wantOpts, ow.opts); diff != "" {
@@ -249,7 +239,7 @@ func TestBusModeAppliesAndRelistsOnRequest(t *testing.T) {
 	inf.AddEventHandler(rec)
 	start(t, inf)
 	rec.take(t, 1)
-	eventually(t, "HasSynced", inf.HasSynced)
+	testwait.For(t, "HasSynced", inf.HasSynced)
 
 	tests := []struct {
 		typ     watch.EventType
@@ -277,7 +267,7 @@ func TestBusModeAppliesAndRelistsOnRequest(t *testing.T) {
 
 	// And the periodic relist runs on the clock.
 	lw.setList("30", pod("ns", "b", "12", ""))
-	eventually(t, "relist timer", func() bool { return fc.Waiters() > 0 })
+	testwait.For(t, "relist timer", func() bool { return fc.Waiters() > 0 })
 	fc.Step(time.Minute)
 	diffEvents(t, []string{"delete ns/e@tombstone@19"}, rec.take(t, 1))
 	select {
@@ -297,7 +287,7 @@ func TestFirstListWaitsForTheBus(t *testing.T) {
 		inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute,
 			FirstListWait: 10 * time.Second, Clock: fc})
 		start(t, inf)
-		eventually(t, "waiting for the first list", func() bool { return fc.Waiters() > 0 })
+		testwait.For(t, "waiting for the first list", func() bool { return fc.Waiters() > 0 })
 		return lw, fc, inf
 	}
 	t.Run("request", func(t *testing.T) {
@@ -306,19 +296,19 @@ func TestFirstListWaitsForTheBus(t *testing.T) {
 			t.Fatalf("listed %d times before the bus asked", n)
 		}
 		inf.RequestRelist()
-		eventually(t, "HasSynced", inf.HasSynced)
+		testwait.For(t, "HasSynced", inf.HasSynced)
 		// The informer is back asleep until the periodic relist: nothing else listed.
-		eventually(t, "relist timer", func() bool { return fc.Waiters() > 0 })
+		testwait.For(t, "relist timer", func() bool { return fc.Waiters() > 0 })
 		if n := lw.lists(); n != 1 {
 			t.Errorf("lists after the bus's request = %d, want 1", n)
 		}
 		fc.Step(time.Minute)
-		eventually(t, "periodic relist", func() bool { return lw.lists() == 2 })
+		testwait.For(t, "periodic relist", func() bool { return lw.lists() == 2 })
 	})
 	t.Run("no request", func(t *testing.T) {
 		_, fc, inf := started(t)
 		fc.Step(10 * time.Second)
-		eventually(t, "HasSynced without the bus", inf.HasSynced)
+		testwait.For(t, "HasSynced without the bus", inf.HasSynced)
 	})
 }
 
@@ -329,8 +319,8 @@ func TestRelistRequestBeforeAListIsAnsweredByIt(t *testing.T) {
 	inf := New(Config{Name: "pods", ListerWatcher: lw, NoWatch: true, RelistPeriod: time.Minute, Clock: fc})
 	inf.RequestRelist() // before Start: the first list covers it
 	start(t, inf)
-	eventually(t, "HasSynced", inf.HasSynced)
-	eventually(t, "relist timer", func() bool { return fc.Waiters() > 0 })
+	testwait.For(t, "HasSynced", inf.HasSynced)
+	testwait.For(t, "relist timer", func() bool { return fc.Waiters() > 0 })
 	if n := lw.lists(); n != 1 {
 		t.Errorf("lists = %d, want 1", n)
 	}
@@ -386,7 +376,7 @@ func TestResyncAndLateHandler(t *testing.T) {
 	diffEvents(t, []string{"add ns/a@5", "add ns/b@11"}, late.take(t, 2))
 	diffEvents(t, []string{"add ns/b@11"}, first.take(t, 1))
 
-	eventually(t, "resync timer", func() bool { return fc.Waiters() > 0 })
+	testwait.For(t, "resync timer", func() bool { return fc.Waiters() > 0 })
 	fc.Step(time.Hour)
 	for _, r := range []*recorder{first, late} {
 		got := r.take(t, 2)
@@ -412,7 +402,7 @@ func TestWaitForSync(t *testing.T) {
 func TestStartTwice(t *testing.T) {
 	inf := New(Config{ListerWatcher: newFakeLW("1")})
 	start(t, inf)
-	eventually(t, "first Start", func() bool { return inf.started.Load() })
+	testwait.For(t, "first Start", func() bool { return inf.started.Load() })
 	if err := inf.Start(context.Background()); err == nil {
 		t.Error("second Start: want an error")
 	}

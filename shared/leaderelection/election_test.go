@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/shared/testwait"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -190,7 +191,7 @@ func TestStartCampaignsAgain(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.Start(ctx) }()
 	// The first attempt is immediate; the loop then waits on the fake clock.
-	waitFor(t, "a to lead", func() bool { return e.IsLeader() && clk.Waiters() > 0 })
+	testwait.For(t, "a to lead", func() bool { return e.IsLeader() && clk.Waiters() > 0 })
 
 	leases.setErr(errors.New("apiserver down"))
 	clk.Step(DefaultRenewDeadline)
@@ -198,7 +199,7 @@ func TestStartCampaignsAgain(t *testing.T) {
 		t.Fatal("IsLeader true after the renew deadline without a renewal")
 	}
 	leases.setErr(nil)
-	waitFor(t, "a to lead again", func() bool {
+	testwait.For(t, "a to lead again", func() bool {
 		if clk.Waiters() > 0 {
 			clk.Step(DefaultRetryPeriod)
 		}
@@ -214,17 +215,6 @@ func TestStartCampaignsAgain(t *testing.T) {
 	}
 	if h := leases.holder(ns, name); h != "" {
 		t.Errorf("holder after Start returned = %q, want the lease released", h)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -266,14 +256,14 @@ func TestRunHandover(t *testing.T) {
 	defer cancelA()
 	errA := make(chan error, 1)
 	go func() { errA <- mustNew(t, cfg("a")).Run(ctxA, lead("a")) }()
-	waitFor(t, "a to lead", func() bool { return isLeading("a") })
+	testwait.For(t, "a to lead", func() bool { return isLeading("a") })
 
 	ctxB, cancelB := context.WithCancel(t.Context())
 	defer cancelB()
 	errB := make(chan error, 1)
 	go func() { errB <- mustNew(t, cfg("b")).Run(ctxB, lead("b")) }()
 	start := leases.gets.Load()
-	waitFor(t, "b's attempts while a renews", func() bool { return leases.gets.Load() > start+20 })
+	testwait.For(t, "b's attempts while a renews", func() bool { return leases.gets.Load() > start+20 })
 	if isLeading("b") {
 		t.Fatal("b leads while a holds the lease")
 	}
@@ -288,7 +278,7 @@ func TestRunHandover(t *testing.T) {
 	if isLeading("a") {
 		t.Error("a's lead function still running after Run returned")
 	}
-	waitFor(t, "b to lead after a released", func() bool { return isLeading("b") })
+	testwait.For(t, "b to lead after a released", func() bool { return isLeading("b") })
 	if h := leases.holder(ns, "kube-controller-manager"); h != "b" {
 		t.Errorf("holder = %q, want b", h)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/testwait"
 )
 
 // staticInformer is an informer in bus mode over a fixed list: changes come through Apply.
@@ -51,17 +52,6 @@ func (l *keyLog) count(k string) int {
 		}
 	}
 	return n
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
@@ -104,7 +94,7 @@ func TestBuilder(t *testing.T) {
 	}()
 
 	// The resync at start queues every ReplicaSet in the cache.
-	waitFor(t, "the cached ReplicaSet reconciled", func() bool { return reconciled.has("ns/web") })
+	testwait.For(t, "the cached ReplicaSet reconciled", func() bool { return reconciled.has("ns/web") })
 
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", ResourceVersion: "2",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, rsKind)}}}
@@ -112,7 +102,7 @@ func TestBuilder(t *testing.T) {
 	if _, err := pods.Apply(watch.Added, owned); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the pod's owner reconciled", func() bool { return reconciled.has("ns/owner") })
+	testwait.For(t, "the pod's owner reconciled", func() bool { return reconciled.has("ns/owner") })
 
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orphan", ResourceVersion: "3"}}
 	if _, err := pods.Apply(watch.Added, orphan); err != nil {
@@ -122,21 +112,21 @@ func TestBuilder(t *testing.T) {
 	if _, err := services.Apply(watch.Added, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", ResourceVersion: "4"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the mapped key reconciled", func() bool { return reconciled.has("ns/mapped-svc") })
+	testwait.For(t, "the mapped key reconciled", func() bool { return reconciled.has("ns/mapped-svc") })
 
 	again := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "again", ResourceVersion: "5"}}
 	if _, err := rss.Apply(watch.Added, again); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "RequeueAfter reconciling the key again", func() bool { return reconciled.count("ns/again") >= 2 })
+	testwait.For(t, "RequeueAfter reconciling the key again", func() bool { return reconciled.count("ns/again") >= 2 })
 
 	gone := rs.DeepCopy()
 	gone.ResourceVersion = "6"
 	if _, err := rss.Apply(watch.Deleted, gone); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the deleted ReplicaSet's key passed to onDelete", func() bool { return deleted.has("ns/web") })
-	waitFor(t, "the deleted ReplicaSet reconciled", func() bool { return reconciled.count("ns/web") >= 2 })
+	testwait.For(t, "the deleted ReplicaSet's key passed to onDelete", func() bool { return deleted.has("ns/web") })
+	testwait.For(t, "the deleted ReplicaSet reconciled", func() bool { return reconciled.count("ns/web") >= 2 })
 
 	for _, k := range []string{"ns/orphan", "ns/web-1", "ns/svc"} {
 		if reconciled.has(k) {

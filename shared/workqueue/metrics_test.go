@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"minik8s.io/shared/testwait"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -47,9 +48,9 @@ func TestMetrics(t *testing.T) {
 	item, _ = q.Get()
 	q.Done(item) // b, queued 5 s, worked 0
 	q.AddRateLimited("c")
-	eventually(t, "the back-off timer", func() bool { return clk.Waiters() > 0 })
+	testwait.For(t, "the back-off timer", func() bool { return clk.Waiters() > 0 })
 	clk.Step(time.Second)
-	eventually(t, "the retried item", func() bool { return q.Len() == 2 })
+	testwait.For(t, "the retried item", func() bool { return q.Len() == 2 })
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

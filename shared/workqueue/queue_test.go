@@ -9,20 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"minik8s.io/shared/testwait"
 	"minik8s.io/shared/workqueue/clock"
 )
 
 // eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func drainReady[T comparable](q *Queue[T]) []T {
 	var got []T
@@ -172,7 +163,7 @@ func TestShutDownWithDrainWaitsForDone(t *testing.T) {
 		q.ShutDownWithDrain()
 		close(drained)
 	}()
-	eventually(t, "shutdown to begin", q.ShuttingDown)
+	testwait.For(t, "shutdown to begin", q.ShuttingDown)
 	select {
 	case <-drained:
 		t.Fatal("ShutDownWithDrain returned while an item was still processing")
@@ -195,7 +186,7 @@ func TestShutDownReleasesDrain(t *testing.T) {
 		q.ShutDownWithDrain()
 		close(drained)
 	}()
-	eventually(t, "shutdown to begin", q.ShuttingDown)
+	testwait.For(t, "shutdown to begin", q.ShuttingDown)
 	q.ShutDown()
 	select {
 	case <-drained:
@@ -263,7 +254,7 @@ func TestAddAfter(t *testing.T) {
 				waitArmed(t, q, fc)
 				fc.Step(step)
 				if len(want) > 0 {
-					eventually(t, fmt.Sprintf("%d ready items", len(want)), func() bool { return q.Len() >= len(want) })
+					testwait.For(t, fmt.Sprintf("%d ready items", len(want)), func() bool { return q.Len() >= len(want) })
 				}
 				waitArmed(t, q, fc)
 				if diff := cmp.Diff(want, drainReady(q)); diff != "" {
@@ -278,7 +269,7 @@ func TestAddAfter(t *testing.T) {
 // for the earliest deadline is armed.
 func waitArmed[T comparable](t *testing.T, q *Queue[T], fc *clock.Fake) {
 	t.Helper()
-	eventually(t, "delaying loop to arm its timer", func() bool {
+	testwait.For(t, "delaying loop to arm its timer", func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		if len(q.waiting) == 0 {
@@ -317,7 +308,7 @@ func TestAddRateLimitedBacksOffPerItem(t *testing.T) {
 		t.Fatalf("ready before backoff elapsed: Len = %d", n)
 	}
 	fc.Step(time.Millisecond)
-	eventually(t, "a after 1s", func() bool { return q.Len() == 1 })
+	testwait.For(t, "a after 1s", func() bool { return q.Len() == 1 })
 	drainReady(q)
 
 	q.AddRateLimited("a") // third failure: 4s
@@ -328,7 +319,7 @@ func TestAddRateLimitedBacksOffPerItem(t *testing.T) {
 		t.Fatalf("third retry ready after 3s, want 4s backoff")
 	}
 	fc.Step(time.Second)
-	eventually(t, "a after 4s", func() bool { return q.Len() == 1 })
+	testwait.For(t, "a after 4s", func() bool { return q.Len() == 1 })
 
 	q.Forget("a")
 	if got := q.NumRequeues("a"); got != 0 {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"minik8s.io/shared/testwait"
 )
 
 // fakeKubelet serves /stats/summary for pods whose containers burn a fixed share of a core.
@@ -83,17 +85,6 @@ func startSource(t *testing.T, k *fakeKubelet, idle time.Duration) *Source {
 	return s
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func near(got, want int64) bool { return got >= want*8/10 && got <= want*12/10 }
 
 func TestRatesFromCumulativeCPU(t *testing.T) {
@@ -130,7 +121,7 @@ func TestRatesFromCumulativeCPU(t *testing.T) {
 	k.restarts["web/app"] = time.Now()
 	k.mu.Unlock()
 	sawGap := false
-	eventually(t, "web measured again after its restart", func() bool {
+	testwait.For(t, "web measured again after its restart", func() bool {
 		for _, p := range s.Pods(t.Context()) {
 			if p.Name == "web" {
 				if !near(p.Containers[0].MilliCPU, 250) {
@@ -151,8 +142,8 @@ func TestScrapesOnlyWhileAsked(t *testing.T) {
 	if n := k.hits.Load(); n != 0 {
 		t.Fatalf("scraped %d times before anyone asked", n)
 	}
-	eventually(t, "metrics", func() bool { return len(s.Pods(t.Context())) == 1 })
-	eventually(t, "scraping to stop", func() bool {
+	testwait.For(t, "metrics", func() bool { return len(s.Pods(t.Context())) == 1 })
+	testwait.For(t, "scraping to stop", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return !s.scraping && len(s.nodes) == 0
@@ -185,12 +176,12 @@ func TestMissedScrapesKeepTheLastUsageForAWhile(t *testing.T) {
 	}
 	k.failing.Store(true)
 	n := k.hits.Load()
-	eventually(t, "a failed scrape", func() bool { return k.hits.Load() > n })
+	testwait.For(t, "a failed scrape", func() bool { return k.hits.Load() > n })
 	if p := s.Pods(t.Context()); len(p) != 1 || !near(p[0].Containers[0].MilliCPU, 200) {
 		t.Fatalf("one missed scrape lost the metrics: %+v", p)
 	}
 	// Resolution is 200 ms: after three of them without an answer the node is forgotten.
-	eventually(t, "metrics of a silent kubelet to go", func() bool { return len(s.Pods(t.Context())) == 0 && len(s.Nodes(t.Context())) == 0 })
+	testwait.For(t, "metrics of a silent kubelet to go", func() bool { return len(s.Pods(t.Context())) == 0 && len(s.Nodes(t.Context())) == 0 })
 	k.failing.Store(false)
-	eventually(t, "metrics back", func() bool { return len(s.Pods(t.Context())) == 1 })
+	testwait.For(t, "metrics back", func() bool { return len(s.Pods(t.Context())) == 1 })
 }

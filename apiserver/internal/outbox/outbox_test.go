@@ -9,6 +9,7 @@ import (
 
 	"minik8s.io/apiserver/internal/storage/etcdstore/etcdtest"
 	"minik8s.io/shared/bus/membus"
+	"minik8s.io/shared/testwait"
 )
 
 const (
@@ -42,7 +43,7 @@ func TestPublishesEveryChangeInOrder(t *testing.T) {
 	if n := len(got.snapshot()); n != len(w.want) {
 		t.Errorf("%d deliveries for %d changes; no duplicates expected without failures", n, len(w.want))
 	}
-	waitFor(t, "stored revision to reach the last change", func() bool {
+	testwait.For(t, "stored revision to reach the last change", func() bool {
 		rev, err := o.Revision(t.Context())
 		return err == nil && rev >= last
 	})
@@ -65,7 +66,7 @@ func TestRepublishesAfterPublishFailures(t *testing.T) {
 	b.FailPublish(errors.New("broker down"))
 	w.put(podKey, bound)
 	w.put("/registry/nodes/node.a", `{"kind":"Node","metadata":{"name":"node.a"}}`)
-	waitFor(t, "publish errors while the broker is down", func() bool { return testutil.ToFloat64(o.metrics.errors) >= 2 })
+	testwait.For(t, "publish errors while the broker is down", func() bool { return testutil.ToFloat64(o.metrics.errors) >= 2 })
 	w.del(podKey)
 	b.FailPublish(nil)
 
@@ -154,7 +155,7 @@ func TestOnlyTheLeaderPublishes(t *testing.T) {
 	a, z := newOutbox(t, c, b), newOutbox(t, c, b)
 	stopA, stopZ := run(t, a), run(t, z)
 	leaders := func() float64 { return testutil.ToFloat64(a.metrics.leader) + testutil.ToFloat64(z.metrics.leader) }
-	waitFor(t, "a leader", func() bool { return leaders() == 1 })
+	testwait.For(t, "a leader", func() bool { return leaders() == 1 })
 	for i := range 10 {
 		w.put("/registry/configmaps/default/c"+itoa(int64(i)), `{"kind":"ConfigMap","metadata":{"name":"c"}}`)
 	}
@@ -168,7 +169,7 @@ func TestOnlyTheLeaderPublishes(t *testing.T) {
 		leader, other = stopZ, a
 	}
 	leader()
-	waitFor(t, "the other outbox to take over", func() bool { return testutil.ToFloat64(other.metrics.leader) == 1 })
+	testwait.For(t, "the other outbox to take over", func() bool { return testutil.ToFloat64(other.metrics.leader) == 1 })
 	for i := range 5 {
 		w.put("/registry/configmaps/default/c"+itoa(int64(i)), `{"kind":"ConfigMap","metadata":{"name":"c2"}}`)
 	}
@@ -196,7 +197,7 @@ func TestStopsWhenFencedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.put(podKey, bound)
-	waitFor(t, "a second election after the fenced write failed", func() bool {
+	testwait.For(t, "a second election after the fenced write failed", func() bool {
 		return testutil.ToFloat64(o.metrics.elected) >= 2
 	})
 	w.del(podKey)
