@@ -23,7 +23,9 @@ BINARIES=(
 # <name>_ready (return 0 when serving) for up.sh to wait on.
 COMPONENTS=(apiserver kubelet kubeproxy scheduler controller-manager serverless)
 
-APISERVER_BIND=${APISERVER_BIND:-127.0.0.1}
+# Every address, so pods reach the API through the kubernetes Service (at the address of the
+# host's default route); kubeconfigs name 127.0.0.1 unless ADVERTISE_ADDRESS says otherwise.
+APISERVER_BIND=${APISERVER_BIND:-0.0.0.0}
 APISERVER_PORT=${APISERVER_PORT:-6443}
 # AMQP_URL, when set, is used as given. Otherwise the cluster gets a RabbitMQ vhost of its own,
 # named after the id in $MINIK8S_HOME/cluster-id (see cluster_vhost): after `make reset` the

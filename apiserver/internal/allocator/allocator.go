@@ -28,6 +28,10 @@ var (
 	NodePortLast  = 32767
 )
 
+// KubernetesServiceIP is the kubernetes Service's address: the first of ServiceCIDR, which
+// the allocator never hands out.
+func KubernetesServiceIP() netip.Addr { return ServiceCIDR.Addr().Next() }
+
 const (
 	allocPrefix    = "/minik8s/allocations/"
 	serviceIPKeys  = allocPrefix + "serviceips/"

@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"minik8s.io/apiserver/internal/allocator"
 	"minik8s.io/apiserver/internal/bootstrap"
+	"minik8s.io/apiserver/internal/kubernetesservice"
 	"minik8s.io/apiserver/internal/server"
 	"minik8s.io/apiserver/internal/storage/etcdstore"
 	"minik8s.io/apiserver/internal/tables"
@@ -96,6 +98,43 @@ func (c *Config) advertise() string {
 	return "127.0.0.1"
 }
 
+// endpoint is the address pods reach this apiserver at, for the kubernetes Service: the
+// advertised address, else the bound one, else (bound to every address) the address of the
+// host's default route, as kube-apiserver picks it. Loopback when only loopback is bound.
+func (c *Config) endpoint() netip.AddrPort {
+	port := uint16(c.SecurePort)
+	for _, s := range []string{c.AdvertiseAddress, c.BindAddress} {
+		if a, err := netip.ParseAddr(s); err == nil && !a.IsUnspecified() {
+			return netip.AddrPortFrom(a.Unmap(), port)
+		}
+	}
+	if a, ok := hostAddress(); ok {
+		return netip.AddrPortFrom(a, port)
+	}
+	return netip.AddrPortFrom(netip.IPv4Unspecified(), port)
+}
+
+// hostAddress is the IPv4 address of the host's default route (no packet is sent: a UDP
+// "connection" only picks a route), or the first non-loopback IPv4 address.
+func hostAddress() (netip.Addr, bool) {
+	if c, err := net.Dial("udp4", "192.0.2.1:9"); err == nil {
+		defer c.Close()
+		if ap, err := netip.ParseAddrPort(c.LocalAddr().String()); err == nil {
+			return ap.Addr().Unmap(), true
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() {
+			return p.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 type tableConverter struct{}
 
 func (tableConverter) Convert(obj runtime.Object, include string, now time.Time) (*metav1.Table, error) {
@@ -147,6 +186,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return runCompactor(ctx, store, cfg.CompactInterval, ob.Revision, log)
 	}))
 	g.Add("namespaces", srv)
+	g.Add("kubernetes-service", kubernetesservice.New(kubernetesservice.Config{Registry: srv.Registry(),
+		Endpoint:  cfg.endpoint(),
+		ClusterIP: allocator.KubernetesServiceIP(), Logger: log.With("part", "kubernetes-service")}))
 	g.Add("https", https)
 	err = g.Run(ctx)
 	log.Info("stopped")

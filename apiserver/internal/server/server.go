@@ -133,6 +133,9 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// Registry is the server's registry, for the apiserver's own loops.
+func (s *Server) Registry() *registry.Registry { return s.reg }
+
 // Handler is the root HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
