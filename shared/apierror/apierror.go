@@ -98,6 +98,22 @@ func AlreadyExists(group, resource, name string) *Error {
 	return New(ErrAlreadyExists, "%s %q already exists", qualified(group, resource), name).WithDetails(group, resource, name)
 }
 
+// Forbidden is Kubernetes' 403 about an object, "<resource> \"name\" is forbidden: why", or
+// "<resource> is forbidden: why" when the request names none (a create with generateName, a
+// list), or "forbidden: why" outside any resource.
+func Forbidden(group, resource, name, why string) *Error {
+	var e *Error
+	switch {
+	case resource == "":
+		e = New(ErrForbidden, "forbidden: %s", why)
+	case name == "":
+		e = New(ErrForbidden, "%s is forbidden: %s", qualified(group, resource), why)
+	default:
+		e = New(ErrForbidden, "%s %q is forbidden: %s", qualified(group, resource), name, why)
+	}
+	return e.WithDetails(group, resource, name)
+}
+
 // Conflict is returned when a write's resourceVersion is stale.
 func Conflict(group, resource, name, why string) *Error {
 	return New(ErrConflict, "Operation cannot be fulfilled on %s %q: %s", qualified(group, resource), name, why).WithDetails(group, resource, name)

@@ -50,3 +50,25 @@ func TestInvalidNamesFields(t *testing.T) {
 		t.Fatalf("status %+v", e.Status)
 	}
 }
+
+// Forbidden is worded as Kubernetes' NewForbidden: with the object's name, without one, and
+// outside any resource.
+func TestForbiddenWording(t *testing.T) {
+	cases := []struct {
+		group, resource, name string
+		want                  string
+	}{
+		{"", "pods", "p", `pods "p" is forbidden: because`},
+		{"rbac.authorization.k8s.io", "roles", "", `roles.rbac.authorization.k8s.io is forbidden: because`},
+		{"", "", "", `forbidden: because`},
+	}
+	for _, tc := range cases {
+		e := Forbidden(tc.group, tc.resource, tc.name, "because")
+		if e.Status.Message != tc.want || e.Status.Code != http.StatusForbidden || e.Status.Reason != metav1.StatusReasonForbidden {
+			t.Errorf("Forbidden(%q, %q, %q) = %d %s %q, want 403 Forbidden %q", tc.group, tc.resource, tc.name, e.Status.Code, e.Status.Reason, e.Status.Message, tc.want)
+		}
+		if e.Status.Details.Kind != tc.resource || e.Status.Details.Name != tc.name {
+			t.Errorf("details %+v", e.Status.Details)
+		}
+	}
+}

@@ -98,6 +98,9 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 	st.Canonicalize(obj)
 	st.PrepareForCreate(obj)
 	st.Default(obj)
+	if err := st.Admit(ctx, r, obj); err != nil {
+		return Written{}, err
+	}
 	written := false
 	if !dry {
 		undo, err := st.Allocate(ctx, nil, obj)

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,10 @@ type Kind[T runtime.Object] struct {
 	Canonicalize func(obj T)
 	// Default fills defaults, on create and update.
 	Default func(obj T)
+	// Admit checks a new object against the rest of the cluster and completes it from there,
+	// after Default and before Validation, as Kubernetes' mutating admission does on create (a
+	// pod's service account must exist, and lends it its token volume).
+	Admit func(ctx context.Context, r *Registry, obj T) error
 	// KeepOnUpdate carries into an update, before Default, what the server set before and a
 	// replacing client leaves out (allocated addresses, a generated selector).
 	KeepOnUpdate func(obj, old T)

@@ -16,6 +16,7 @@ var _ = register(Kind[*corev1.Pod]{
 	Resource:         served("pods"),
 	PrepareForCreate: preparePod,
 	Default:          defaults.Pod,
+	Admit:            admitServiceAccount,
 	Validation:       validation.Pod,
 	Fields:           podFields,
 	Table:            tables.Pod,

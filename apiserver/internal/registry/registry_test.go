@@ -67,6 +67,9 @@ func TestDefaultServiceAccount(t *testing.T) {
 		t.Fatalf("deleted default service account not made again: %v", err)
 	}
 
+	for _, name := range []string{"builder", "old"} {
+		mustCreate(t, r, sa, "team", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
 	pods := resource(t, "pods")
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}
 	cases := []struct {

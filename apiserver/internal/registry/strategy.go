@@ -32,6 +32,7 @@ type Strategy interface {
 	Canonicalize(obj runtime.Object)
 	Default(obj runtime.Object)
 	DefaultUpdate(obj, old runtime.Object)
+	Admit(ctx context.Context, r *Registry, obj runtime.Object) error
 	Validate(obj runtime.Object) field.ErrorList
 	ValidateUpdate(obj, old runtime.Object) field.ErrorList
 	Allocate(ctx context.Context, old, obj runtime.Object) (undo func(), err error)
@@ -79,6 +80,13 @@ func (s kindStrategy[T]) Default(obj runtime.Object) {
 	if s.k.Default != nil {
 		s.k.Default(obj.(T))
 	}
+}
+
+func (s kindStrategy[T]) Admit(ctx context.Context, r *Registry, obj runtime.Object) error {
+	if s.k.Admit == nil {
+		return nil
+	}
+	return s.k.Admit(ctx, r, obj.(T))
 }
 
 func (s kindStrategy[T]) DefaultUpdate(obj, old runtime.Object) {
