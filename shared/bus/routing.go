@@ -118,14 +118,16 @@ func RetiredBindings(queue string) []string {
 
 // controllerResources are the resources the controller-manager reconciles or
 // watches for its controllers (ReplicaSet, Deployment, HPA, Job, Endpoints,
-// garbage collector, node lifecycle, Ingress, PV binding). An informer of a
-// resource missing here still works, from its periodic relists alone.
+// garbage collector, node lifecycle, Ingress, PV binding, ClusterRole aggregation,
+// the root CA publisher). An informer of a resource missing here still works, from
+// its periodic relists alone.
 var controllerResources = []string{
 	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
 	"replicasets", "deployments", "horizontalpodautoscalers", "jobs",
-	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses",
+	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "clusterroles",
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",
+	"roles", "rolebindings", "clusterrolebindings",
 }
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false

@@ -139,6 +139,8 @@ func TestBindingsRouteTable(t *testing.T) {
 		{"ingresses.deleted", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"functions.added", []string{"controller-manager", "serverless"}},
 		{"configmaps.deleted", []string{"controller-manager"}},
+		{"clusterroles.modified", []string{"controller-manager"}},
+		{"rolebindings.added", []string{"controller-manager"}},
 		{"events.added", nil},
 	}
 	for _, tt := range tests {

@@ -41,6 +41,8 @@ const (
 	PersistentVolumes        = "persistentvolumes"
 	PersistentVolumeClaims   = "persistentvolumeclaims"
 	StorageClasses           = "storageclasses"
+	ConfigMaps               = "configmaps"
+	ClusterRoles             = "clusterroles"
 	Functions                = "functions"
 	Workflows                = "workflows"
 	WorkflowExecutions       = "workflowexecutions"

@@ -15,6 +15,8 @@ func TestLookup(t *testing.T) {
 		{"rs", "replicasets"}, {"hpa", "horizontalpodautoscalers"}, {"no", "nodes"},
 		{"ns", "namespaces"}, {"ing", "ingresses"}, {"fn", "functions"}, {"ev", "events"}, {"sa", "serviceaccounts"},
 		{"sc", "storageclasses"}, {"storageclass.storage.k8s.io", "storageclasses"}, {"pvc", "persistentvolumeclaims"},
+		{"role", "roles"}, {"clusterroles.rbac.authorization.k8s.io", "clusterroles"}, {"RoleBinding", "rolebindings"},
+		{"clusterrolebinding.rbac", "clusterrolebindings"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"minik8s.io/controller/internal/clusterroleaggregation"
 	"minik8s.io/controller/internal/deployment"
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
@@ -14,6 +15,7 @@ import (
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/controller/internal/podautoscaler"
 	"minik8s.io/controller/internal/replicaset"
+	"minik8s.io/controller/internal/rootcacert"
 	"minik8s.io/controller/internal/ttlafterfinished"
 	"minik8s.io/controller/internal/volume"
 	"minik8s.io/shared/run"
@@ -26,6 +28,7 @@ var controllers = []struct {
 	name string
 	new  func(ctx *Context) run.Runnable
 }{
+	{clusterroleaggregation.Name, clusterroleaggregation.Setup},
 	{"deployment", deployment.Setup},
 	{"endpoint", endpoints.Setup},
 	{"endpointslice", endpointslice.Setup},
@@ -36,6 +39,7 @@ var controllers = []struct {
 	{"nodelifecycle", nodelifecycle.Setup},
 	{"persistentvolume-binder", volume.Setup},
 	{"replicaset", replicaset.Setup},
+	{rootcacert.Name, rootcacert.Setup},
 	{"ttl-after-finished", ttlafterfinished.Setup},
 }
 
