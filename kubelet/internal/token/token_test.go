@@ -78,8 +78,8 @@ func TestGetServiceAccountToken(t *testing.T) {
 			steps: []step{
 				{req: request("u1", hour), wantToken: "t1", wantCalls: 1},
 				{advance: 47 * time.Minute, req: request("u1", hour), wantToken: "t1", wantCalls: 1},
-				{advance: time.Minute, req: request("u1", hour), wantToken: "t1", wantCalls: 1},     // 48m: exactly 80%
-				{advance: time.Second, req: request("u1", hour), wantToken: "t2", wantCalls: 2},     // past 80%
+				{advance: time.Minute, req: request("u1", hour), wantToken: "t1", wantCalls: 1},      // 48m: exactly 80%
+				{advance: time.Second, req: request("u1", hour), wantToken: "t2", wantCalls: 2},      // past 80%
 				{advance: 40 * time.Minute, req: request("u1", hour), wantToken: "t2", wantCalls: 2}, // the new one's clock
 			},
 		},
