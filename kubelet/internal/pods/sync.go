@@ -251,15 +251,20 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 	} else if err := m.ensureNetwork(ctx, w, pod, sandboxID); err != nil {
 		return err
 	}
+	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName, ResolvConf: m.resolvConf(pod)}
 	if a.nextInit < 0 && len(a.start) == 0 {
+		if len(obs.running()) > 0 {
+			m.refreshVolumes(ctx, w, pod, env, st)
+		}
 		return nil
 	}
-	volumes, err := m.builder.Volumes(ctx, pod)
+	volumes, err := m.builder.Volumes(ctx, pod, env)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "Unable to mount volumes for pod %s: %v", formatPod(pod), err)
 		return err
 	}
-	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName, ResolvConf: m.resolvConf(pod)}
+	w.volumesAt = m.cfg.Clock.Now()
+	m.refreshLater(pod, st)
 	if a.nextInit >= 0 {
 		c := &pod.Spec.InitContainers[a.nextInit]
 		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
@@ -269,6 +274,36 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
 	}
 	return nil
+}
+
+// refreshVolumes rewrites a running pod's file volumes once volumeRefreshPeriod has passed
+// since they were last written, so renewed tokens and edited ConfigMaps and Secrets reach its
+// containers. A failure keeps what the volumes hold and is retried on the next sync.
+func (m *Manager) refreshVolumes(ctx context.Context, w *worker, pod *corev1.Pod, env spec.Env, st *syncState) {
+	if !m.refreshLater(pod, st) {
+		return
+	}
+	if left := volumeRefreshPeriod - m.cfg.Clock.Since(w.volumesAt); left > 0 {
+		st.out.soon(left)
+		return
+	}
+	if err := m.builder.RefreshVolumes(ctx, pod, env); err != nil {
+		m.log.Warn("refresh volumes failed", "pod", podRef(pod), "err", err)
+		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for pod %s: %v", formatPod(pod), err)
+		st.out.soon(retryDelay * 10)
+		return
+	}
+	w.volumesAt = m.cfg.Clock.Now()
+}
+
+// refreshLater makes sure a pod with file volumes is synced again within
+// volumeRefreshPeriod, whatever the resync period, and reports whether it has any.
+func (m *Manager) refreshLater(pod *corev1.Pod, st *syncState) bool {
+	if !spec.HasFileVolumes(pod) {
+		return false
+	}
+	st.out.soon(volumeRefreshPeriod)
+	return true
 }
 
 // createSandbox starts a pod's pause container and attaches it to the network. A sandbox that
