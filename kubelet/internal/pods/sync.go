@@ -276,36 +276,6 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 	return nil
 }
 
-// refreshVolumes rewrites a running pod's file volumes once volumeRefreshPeriod has passed
-// since they were last written, so renewed tokens and edited ConfigMaps and Secrets reach its
-// containers. A failure keeps what the volumes hold and is retried on the next sync.
-func (m *Manager) refreshVolumes(ctx context.Context, w *worker, pod *corev1.Pod, env spec.Env, st *syncState) {
-	if !m.refreshLater(pod, st) {
-		return
-	}
-	if left := volumeRefreshPeriod - m.cfg.Clock.Since(w.volumesAt); left > 0 {
-		st.out.soon(left)
-		return
-	}
-	if err := m.builder.RefreshVolumes(ctx, pod, env); err != nil {
-		m.log.Warn("refresh volumes failed", "pod", podRef(pod), "err", err)
-		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for pod %s: %v", formatPod(pod), err)
-		st.out.soon(retryDelay * 10)
-		return
-	}
-	w.volumesAt = m.cfg.Clock.Now()
-}
-
-// refreshLater makes sure a pod with file volumes is synced again within
-// volumeRefreshPeriod, whatever the resync period, and reports whether it has any.
-func (m *Manager) refreshLater(pod *corev1.Pod, st *syncState) bool {
-	if !spec.HasFileVolumes(pod) {
-		return false
-	}
-	st.out.soon(volumeRefreshPeriod)
-	return true
-}
-
 // createSandbox starts a pod's pause container and attaches it to the network. A sandbox that
 // cannot be attached is removed, so the next sync starts over with a fresh one.
 func (m *Manager) createSandbox(ctx context.Context, w *worker, pod *corev1.Pod, attempt int) (string, error) {
