@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/kubelet/internal/runtime"
 	"minik8s.io/shared/apierror"
 )
 
@@ -350,6 +351,23 @@ func TestRefreshVolumes(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(vols["cfg"], "b")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the removed key b is still visible: %v", err)
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+		{Name: "api", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"},
+		{Name: "cfg", MountPath: "/etc/app/a", SubPath: "a"},
+		{Name: "scratch", MountPath: "/scratch"},
+	}
+	cfg, err := b.Container(t.Context(), p, &p.Spec.Containers[0], "sb", 0, Env{}, vols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMounts := []runtime.Mount{
+		{HostPath: vols["api"], ContainerPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+		{HostPath: filepath.Join(vols["cfg"], "a"), ContainerPath: "/etc/app/a", ReadOnly: true},
+		{HostPath: vols["scratch"], ContainerPath: "/scratch"},
+	}
+	if d := cmp.Diff(wantMounts, cfg.Mounts); d != "" {
+		t.Errorf("mounts: file volumes are read-only, a subPath may be a key's file (-want +got):\n%s", d)
 	}
 
 	// A source that fails leaves the volume as it was.

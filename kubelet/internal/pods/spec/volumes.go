@@ -121,11 +121,14 @@ func (b Builder) claimPath(ctx context.Context, namespace, name string) (string,
 }
 
 // readOnlyVolumes are the pod's volumes every mount of which is read-only: claims mounted
-// with readOnly.
+// with readOnly, and the volumes the kubelet writes (configMap, secret, downwardAPI,
+// projected), which Kubernetes mounts read-only so a container cannot alter what the next
+// refresh would silently undo.
 func readOnlyVolumes(pod *corev1.Pod) map[string]bool {
 	out := map[string]bool{}
-	for _, v := range pod.Spec.Volumes {
-		if c := v.PersistentVolumeClaim; c != nil && c.ReadOnly {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if c := v.PersistentVolumeClaim; (c != nil && c.ReadOnly) || fileVolume(v) {
 			out[v.Name] = true
 		}
 	}
