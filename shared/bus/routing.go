@@ -153,9 +153,10 @@ func Bindings(queue string) ([]string, bool) {
 		// (where function images go).
 		return []string{"functions.#", "workflows.#", "workflowexecutions.#", "pods.#", "deployments.#", "nodes.#"}, true
 	case strings.HasPrefix(queue, "kubelet.") && len(queue) > len("kubelet."):
-		// Its own pods, and every node: routes to other nodes' pod CIDRs follow Node objects.
+		// Its own pods, every node (routes to other nodes' pod CIDRs follow Node objects),
+		// and Services, whose variables containers get when they start.
 		node := EncodeWord(strings.TrimPrefix(queue, "kubelet."))
-		return []string{"pods.node." + node + ".*", "nodes.*.*"}, true
+		return []string{"pods.node." + node + ".*", "nodes.*.*", "services.*"}, true
 	case strings.HasPrefix(queue, "kubeproxy.") && len(queue) > len("kubeproxy."):
 		// Services and their endpoints for the rules and DNS, Ingresses for the hosts file.
 		return []string{"services.*", "endpoints.*", "endpointslices.*", "ingresses.*"}, true

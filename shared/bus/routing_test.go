@@ -133,7 +133,7 @@ func TestBindingsRouteTable(t *testing.T) {
 		{"nodes.n2.modified", []string{"scheduler", "controller-manager", "serverless", "kubelet.n1.lab", "kubelet.n2"}},
 		{"deployments.modified", []string{"controller-manager", "serverless"}},
 		{"storageclasses.added", []string{"controller-manager"}},
-		{"services.added", []string{"controller-manager", "kubeproxy.n1.lab"}},
+		{"services.added", []string{"controller-manager", "kubelet.n1.lab", "kubelet.n2", "kubeproxy.n1.lab"}},
 		{"endpoints.modified", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"endpointslices.added", []string{"controller-manager", "kubeproxy.n1.lab"}},
 		{"ingresses.deleted", []string{"controller-manager", "kubeproxy.n1.lab"}},

@@ -48,6 +48,7 @@ func main() {
 	fs.StringVar(&cniDirs, "cni-bin-dir", "/usr/lib/cni,/opt/cni/bin", "comma-separated directories of CNI plugins")
 	fs.StringVar(&cfg.BridgeName, "cni-bridge", "minik8s0", "the pod bridge on this node")
 	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", app.DefaultClusterCIDR, "the whole pod network (the apiserver's --cluster-cidr): pod traffic leaving it is masqueraded, traffic to and from it is accepted in FORWARD")
+	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", app.DefaultServiceCIDR, "the Service range (the apiserver's): its first address is the kubernetes Service's, whose KUBERNETES_SERVICE_* variables every container gets")
 	fs.StringVar(&cfg.NetworkMode, "network-mode", "host-gw", "how pods reach other nodes' pods: host-gw (a route to each node's pod CIDR via its InternalIP; nodes on one L2 segment) or vxlan (a VXLAN device, VNI 1, UDP 8472)")
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated cluster DNS server addresses that ClusterFirst pods resolve with (e.g. 169.254.20.10, where kubeproxy serves DNS); empty keeps pods on the node's resolver")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", dns.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain>")

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"minik8s.io/kubelet/internal/runtime/dockerruntime"
 	"minik8s.io/kubelet/internal/server"
 	"minik8s.io/kubelet/internal/streaming"
+	"minik8s.io/kubelet/internal/token"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/bus"
 	"minik8s.io/shared/client"
@@ -61,7 +63,11 @@ type Config struct {
 	ClusterDNS    []string
 	ClusterDomain string
 	ResolvConf    string
-	PLEGPeriod    time.Duration
+	// ServiceCIDR is the Service range (--service-cidr): its first address is the kubernetes
+	// Service's, whose variables every container gets even before the kubelet has seen it.
+	// Empty means DefaultServiceCIDR.
+	ServiceCIDR string
+	PLEGPeriod  time.Duration
 	// RelistPeriod is how often the desired pods are relisted from the API (the bus is a hint).
 	RelistPeriod time.Duration
 	// UsagePeriod is how often the node's usage is sampled for its Node's annotations;
@@ -100,6 +106,11 @@ func (c *Config) Validate() error {
 	}
 	if p, err := netip.ParsePrefix(c.ClusterCIDR); err != nil || !p.Addr().Is4() {
 		return fmt.Errorf("--cluster-cidr %q is not an IPv4 prefix", c.ClusterCIDR)
+	}
+	if c.ServiceCIDR != "" {
+		if _, err := masterService(c.ServiceCIDR); err != nil {
+			return err
+		}
 	}
 	if _, err := nodenet.ParseMode(c.NetworkMode); err != nil {
 		return fmt.Errorf("--network-mode: %w", err)
@@ -207,7 +218,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	podsAPI := client.MustFor[*corev1.Pod, *corev1.PodList](m.Client())
-	podManager := newPodManager(cfg, hostIP, m, docker, netw)
+	master, err := masterService(cmp.Or(cfg.ServiceCIDR, DefaultServiceCIDR))
+	if err != nil {
+		return err
+	}
+	tokens := token.New(token.Config{Requester: newAPITokens(m.Client()), Logger: log.With("part", "token")})
+	services := newServiceList(m.Informers().Services(), master)
+	podManager := newPodManager(cfg, hostIP, m, docker, netw, tokens, services)
 	src := newSource(node, podsAPI, podManager, rediscache.New(rdb, rediscache.NodePrefix(node)), log.With("part", "source"))
 	src.synced, src.period = podManager.MarkSynced, cfg.RelistPeriod
 	https, usage, err := newServing(cfg, hostIP, docker, m, log)
@@ -233,6 +250,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	m.Route("pods", src.handle)
 	m.OnConnect(src.connected)
 	m.Add("pods", podManager)
+	m.Add("tokens", tokens)
 	m.Add("nodenet", routes)
 	m.Add("node", agent)
 	m.Add("pod-network", netw)
@@ -292,7 +310,7 @@ func newNodeAgent(cfg Config, cl *client.Client, docker *dockerruntime.Runtime, 
 }
 
 // newPodManager builds the pod workers.
-func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *dockerruntime.Runtime, netw *podNetwork) *pods.Manager {
+func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *dockerruntime.Runtime, netw *podNetwork, tokens *token.Manager, services serviceList) *pods.Manager {
 	cl := m.Client()
 	api := apiPods{pods: client.MustFor[*corev1.Pod, *corev1.PodList](cl)}
 	return pods.New(pods.Config{
@@ -302,6 +320,7 @@ func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *docker
 			pvcs:    client.MustFor[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList](cl),
 			pvs:     client.MustFor[*corev1.PersistentVolume, *corev1.PersistentVolumeList](cl)},
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
+		Tokens: tokens, Services: services, Allocatable: nodeAllocatable(cfg.Node, nodestatus.LinuxHost{}),
 		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: m.Recorder(),
 		Logger: m.Logger().With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
 	})

@@ -35,6 +35,10 @@ func TestValidate(t *testing.T) {
 		{"cluster DNS", func(c *Config) { c.ClusterDNS, c.ClusterDomain = []string{"169.254.20.10"}, "cluster.local" }, ""},
 		{"cluster DNS not an address", func(c *Config) { c.ClusterDNS = []string{"dns.local"} }, `--cluster-dns: "dns.local"`},
 		{"four cluster DNS servers", func(c *Config) { c.ClusterDNS = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"} }, "at most 3"},
+		{"service CIDR", func(c *Config) { c.ServiceCIDR = "10.100.0.0/16" }, ""},
+		{"bad service CIDR", func(c *Config) { c.ServiceCIDR = "10.100.0.0" }, `--service-cidr "10.100.0.0"`},
+		{"IPv6 service CIDR", func(c *Config) { c.ServiceCIDR = "fd00:96::/112" }, "--service-cidr"},
+		{"service CIDR with no room", func(c *Config) { c.ServiceCIDR = "10.96.0.0/32" }, "no address for the kubernetes Service"},
 		{"bad cluster domain", func(c *Config) { c.ClusterDomain = "Cluster_Local" }, "--cluster-domain"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,12 @@ type Finalizer interface {
 	Finalize(ctx context.Context, pod *corev1.Pod) error
 }
 
+// Tokens hands out ServiceAccount tokens and forgets a pod's.
+type Tokens interface {
+	spec.Tokens
+	DeleteServiceAccountToken(pod types.UID)
+}
+
 // Recorder reports events (shared/record's Recorder, or its Fake in tests).
 type Recorder = record.EventRecorder
 
@@ -41,6 +47,11 @@ const (
 	defaultGrace = 30 * time.Second
 	// retryDelay is how soon a sync that failed is tried again.
 	retryDelay = time.Second
+	// volumeRefreshPeriod is how often a running pod's configMap, secret, downwardAPI and
+	// projected volumes are rewritten from their sources. A projected token lives at least
+	// 10 minutes and is renewed after 80% of its life, so a refresh every minute lands at
+	// least once in the 2 minutes before it expires.
+	volumeRefreshPeriod = time.Minute
 	// callTimeout bounds each runtime and network call of a sync, except stops, which get
 	// their grace period on top.
 	callTimeout = 2 * time.Minute
@@ -60,6 +71,13 @@ type Config struct {
 	ClusterDNS    []string
 	ClusterDomain string
 	ResolvConf    string
+	// Tokens hands out the ServiceAccount tokens of projected volumes (token.Manager); a
+	// pod's are dropped when it is gone.
+	Tokens Tokens
+	// Services gives containers their Service variables (see spec.ServiceLister).
+	Services spec.ServiceLister
+	// Allocatable is the node's, for the downward API's limits of containers without any.
+	Allocatable corev1.ResourceList
 
 	Runtime   runtime.Runtime
 	Network   network.Network
@@ -113,9 +131,10 @@ func New(cfg Config) *Manager {
 		cfg.Recorder = nopRecorder{}
 	}
 	m := &Manager{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "pods"),
-		builder:  spec.Builder{NodeName: cfg.NodeName, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage, Lookup: cfg.Lookup},
+		cfg: cfg,
+		log: cfg.Logger.With("component", "pods"),
+		builder: spec.Builder{NodeName: cfg.NodeName, RootDir: cfg.RootDir, SandboxImage: cfg.SandboxImage, Lookup: cfg.Lookup,
+			Tokens: cfg.Tokens, Services: cfg.Services, Allocatable: cfg.Allocatable},
 		crash:    backoff.New(cfg.Clock),
 		pulls:    backoff.New(cfg.Clock),
 		images:   newImages(cfg.Clock),

@@ -251,15 +251,20 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 	} else if err := m.ensureNetwork(ctx, w, pod, sandboxID); err != nil {
 		return err
 	}
+	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName, ResolvConf: m.resolvConf(pod)}
 	if a.nextInit < 0 && len(a.start) == 0 {
+		if len(obs.running()) > 0 {
+			m.refreshVolumes(ctx, w, pod, env, st)
+		}
 		return nil
 	}
-	volumes, err := m.builder.Volumes(ctx, pod)
+	volumes, err := m.builder.Volumes(ctx, pod, env)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "Unable to mount volumes for pod %s: %v", formatPod(pod), err)
 		return err
 	}
-	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName, ResolvConf: m.resolvConf(pod)}
+	w.volumesAt = m.cfg.Clock.Now()
+	m.refreshLater(pod, st)
 	if a.nextInit >= 0 {
 		c := &pod.Spec.InitContainers[a.nextInit]
 		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)

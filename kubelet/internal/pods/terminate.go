@@ -42,6 +42,9 @@ func (m *Manager) terminate(ctx context.Context, w *worker, pod *corev1.Pod, rem
 	m.crash.Forget(string(w.uid))
 	m.pulls.Forget(string(w.uid))
 	m.status.Forget(w.uid)
+	if m.cfg.Tokens != nil {
+		m.cfg.Tokens.DeleteServiceAccountToken(w.uid)
+	}
 	if pod == nil || removed {
 		log.Info("pod cleaned up")
 		return outcome{done: true}

@@ -33,6 +33,9 @@ type worker struct {
 	createFailed map[string]createFailure
 	// inspected caches the runtime's full record of each container by id (see Manager.list).
 	inspected map[string]runtime.Container
+	// volumesAt is when the pod's file volumes were last written in full (see
+	// Manager.refreshVolumes).
+	volumesAt time.Time
 	// created is set once this worker has created a container: from then on only the
 	// runtime knows what the pod has.
 	created bool

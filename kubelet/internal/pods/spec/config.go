@@ -38,6 +38,14 @@ type Builder struct {
 	RootDir      string
 	SandboxImage string
 	Lookup       Lookup
+	// Tokens hands out the tokens of serviceAccountToken projections; without it they fail.
+	Tokens Tokens
+	// Services gives containers their Service variables (KUBERNETES_SERVICE_HOST...);
+	// without it they get none.
+	Services ServiceLister
+	// Allocatable is the node's: the resource limits the downward API reports for
+	// containers that set none.
+	Allocatable corev1.ResourceList
 }
 
 // Runtime facts a container's environment may refer to.
@@ -151,10 +159,22 @@ func ResourcesFor(r corev1.ResourceRequirements) runtime.Resources {
 	return out
 }
 
+// envFor is the container's environment: envFrom, then env in the order declared, then the
+// Service variables the container does not define itself, in name order. They are not part of
+// the container's hash: a Service changing restarts nothing.
 func (b Builder) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Container, env Env) ([]string, error) {
+	services, err := b.serviceEnv(pod)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	// Values may refer to earlier variables with $(NAME), as in Kubernetes.
-	seen := map[string]string{}
+	// Values may refer to earlier variables and to Service variables with $(NAME), as in
+	// Kubernetes; declared ones win.
+	seen := make(map[string]string, len(services))
+	for k, v := range services {
+		seen[k] = v
+	}
+	declared := map[string]bool{}
 	for _, from := range c.EnvFrom {
 		kv, err := b.envFromSource(ctx, pod.Namespace, from)
 		if err != nil {
@@ -162,18 +182,20 @@ func (b Builder) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		}
 		for _, p := range kv {
 			seen[p[0]] = p[1]
+			declared[p[0]] = true
 			out = append(out, p[0]+"="+p[1])
 		}
 	}
 	for _, e := range c.Env {
-		v, err := b.envValue(ctx, pod, e, env, seen)
+		v, err := b.envValue(ctx, pod, c, e, env, seen)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
 		seen[e.Name] = v
+		declared[e.Name] = true
 		out = append(out, e.Name+"="+v)
 	}
-	return out, nil
+	return append(out, sortedEnv(services, declared)...), nil
 }
 
 func (b Builder) envFromSource(ctx context.Context, ns string, from corev1.EnvFromSource) ([][2]string, error) {
@@ -209,7 +231,7 @@ func (b Builder) envFromSource(ctx context.Context, ns string, from corev1.EnvFr
 	return out, nil
 }
 
-func (b Builder) envValue(ctx context.Context, pod *corev1.Pod, e corev1.EnvVar, env Env, seen map[string]string) (string, error) {
+func (b Builder) envValue(ctx context.Context, pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar, env Env, seen map[string]string) (string, error) {
 	if e.ValueFrom == nil {
 		return expand(e.Value, seen), nil
 	}
@@ -218,7 +240,11 @@ func (b Builder) envValue(ctx context.Context, pod *corev1.Pod, e corev1.EnvVar,
 	case src.FieldRef != nil:
 		return fieldValue(pod, src.FieldRef.FieldPath, env)
 	case src.ResourceFieldRef != nil:
-		return "", fmt.Errorf("resourceFieldRef is not supported")
+		// Without a container name, the variable's own container.
+		if src.ResourceFieldRef.ContainerName == "" {
+			return b.containerResourceValue(src.ResourceFieldRef, c)
+		}
+		return b.podResourceValue(pod, src.ResourceFieldRef)
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
 		cm, err := b.configMap(ctx, pod.Namespace, ref.Name)

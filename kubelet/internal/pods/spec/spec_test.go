@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/shared/apierror"
 )
 
 func pod() *corev1.Pod {
@@ -202,7 +203,7 @@ func TestVolumes(t *testing.T) {
 		{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host, Type: &dirOrCreate}}},
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
 	}
-	got, err := Builder{RootDir: root, Lookup: lookup{}}.Volumes(t.Context(), p)
+	got, err := Builder{RootDir: root, Lookup: lookup{}}.Volumes(t.Context(), p, Env{})
 	if err != nil {
 		t.Fatalf("Volumes: %v", err)
 	}
@@ -243,7 +244,7 @@ func TestClaimVolumes(t *testing.T) {
 	} {
 		p := pod()
 		p.Spec.Volumes = []corev1.Volume{claim(tc.claim, false)}
-		if _, err := b.Volumes(t.Context(), p); err == nil || err.Error() != tc.err {
+		if _, err := b.Volumes(t.Context(), p, Env{}); err == nil || err.Error() != tc.err {
 			t.Errorf("claim %s: err %v, want %q", tc.claim, err, tc.err)
 		}
 	}
@@ -252,7 +253,7 @@ func TestClaimVolumes(t *testing.T) {
 		p.Spec.Volumes = []corev1.Volume{claim("bound", ro)}
 		c := &p.Spec.Containers[0]
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-		vols, err := b.Volumes(t.Context(), p)
+		vols, err := b.Volumes(t.Context(), p, Env{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ type lookup struct{}
 
 func (lookup) ConfigMap(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
 	if name != "cfg" {
-		return nil, errors.New("not found")
+		return nil, apierror.NotFound("", "configmaps", name)
 	}
 	return &corev1.ConfigMap{Data: map[string]string{"k": "v"}}, nil
 }
@@ -304,7 +305,7 @@ func (lookup) PersistentVolume(_ context.Context, name string) (*corev1.Persiste
 
 func (lookup) Secret(_ context.Context, _, name string) (*corev1.Secret, error) {
 	if name != "s" {
-		return nil, errors.New("not found")
+		return nil, apierror.NotFound("", "secrets", name)
 	}
 	return &corev1.Secret{Data: map[string][]byte{"pw": []byte("secret")}}, nil
 }

@@ -2,7 +2,9 @@ package spec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,13 +16,14 @@ import (
 
 // Volumes prepares the pod's volumes on the host and returns the host path of each by volume
 // name. emptyDir lives under the pod directory so that it is shared by the pod's containers
-// and removed with the pod; hostPath is used in place; configMap and secret volumes are
-// written out as files when a Lookup is configured; a persistentVolumeClaim is the directory
-// of the volume it is bound to.
-func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+// and removed with the pod; hostPath is used in place; configMap, secret, downwardAPI and
+// projected volumes are written out as files (see RefreshVolumes); a persistentVolumeClaim is
+// the directory of the volume it is bound to. env gives the downward API the pod's addresses.
+func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod, env Env) (map[string]string, error) {
 	out := make(map[string]string, len(pod.Spec.Volumes))
 	base := filepath.Join(b.PodDir(string(pod.UID)), "volumes")
-	for _, v := range pod.Spec.Volumes {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
 		switch {
 		case v.EmptyDir != nil:
 			dir := filepath.Join(base, "empty-dir", v.Name)
@@ -37,36 +40,9 @@ func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod) (map[string]strin
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			out[v.Name] = v.HostPath.Path
-		case v.ConfigMap != nil:
-			cm, err := b.configMap(ctx, pod.Namespace, v.ConfigMap.Name)
-			if err != nil && !optional(v.ConfigMap.Optional) {
-				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
-			}
-			files := map[string][]byte{}
-			if cm != nil {
-				for k, s := range cm.Data {
-					files[k] = []byte(s)
-				}
-				for k, s := range cm.BinaryData {
-					files[k] = s
-				}
-			}
-			dir := filepath.Join(base, "configmap", v.Name)
-			if err := writeFiles(dir, files, v.ConfigMap.Items); err != nil {
-				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
-			}
-			out[v.Name] = dir
-		case v.Secret != nil:
-			s, err := b.secret(ctx, pod.Namespace, v.Secret.SecretName)
-			if err != nil && !optional(v.Secret.Optional) {
-				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
-			}
-			files := map[string][]byte{}
-			if s != nil {
-				files = s.Data
-			}
-			dir := filepath.Join(base, "secret", v.Name)
-			if err := writeFiles(dir, files, v.Secret.Items); err != nil {
+		case fileVolume(v):
+			dir, err := b.writeFileVolume(ctx, pod, v, env)
+			if err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			out[v.Name] = dir
@@ -81,6 +57,25 @@ func (b Builder) Volumes(ctx context.Context, pod *corev1.Pod) (map[string]strin
 		}
 	}
 	return out, nil
+}
+
+// RefreshVolumes rewrites the pod's configMap, secret, downwardAPI and projected volumes
+// with their sources' current content, as Kubernetes' kubelet remounts them on its periodic
+// syncs: a token is renewed, a ConfigMap's edit reaches the running containers. Each volume
+// changes atomically and only when its content did; a volume whose source cannot be read
+// keeps its content, and the failures are returned together.
+func (b Builder) RefreshVolumes(ctx context.Context, pod *corev1.Pod, env Env) error {
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if !fileVolume(v) {
+			continue
+		}
+		if _, err := b.writeFileVolume(ctx, pod, v, env); err != nil {
+			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // claimPath follows a claim to the volume it is bound to and returns the host directory to
@@ -126,11 +121,14 @@ func (b Builder) claimPath(ctx context.Context, namespace, name string) (string,
 }
 
 // readOnlyVolumes are the pod's volumes every mount of which is read-only: claims mounted
-// with readOnly.
+// with readOnly, and the volumes the kubelet writes (configMap, secret, downwardAPI,
+// projected), which Kubernetes mounts read-only so a container cannot alter what the next
+// refresh would silently undo.
 func readOnlyVolumes(pod *corev1.Pod) map[string]bool {
 	out := map[string]bool{}
-	for _, v := range pod.Spec.Volumes {
-		if c := v.PersistentVolumeClaim; c != nil && c.ReadOnly {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if c := v.PersistentVolumeClaim; (c != nil && c.ReadOnly) || fileVolume(v) {
 			out[v.Name] = true
 		}
 	}
@@ -166,36 +164,6 @@ func hostPath(h *corev1.HostPathVolumeSource) error {
 	return nil
 }
 
-func writeFiles(dir string, files map[string][]byte, items []corev1.KeyToPath) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	paths := map[string]string{}
-	if len(items) == 0 {
-		for k := range files {
-			paths[k] = k
-		}
-	} else {
-		for _, it := range items {
-			paths[it.Key] = it.Path
-		}
-	}
-	for k, p := range paths {
-		data, ok := files[k]
-		if !ok {
-			continue
-		}
-		full := filepath.Join(dir, filepath.Clean("/"+p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func mountsFor(c *corev1.Container, volumes map[string]string, readOnly map[string]bool) ([]runtime.Mount, error) {
 	var out []runtime.Mount
 	for _, m := range c.VolumeMounts {
@@ -205,7 +173,13 @@ func mountsFor(c *corev1.Container, volumes map[string]string, readOnly map[stri
 		}
 		if m.SubPath != "" {
 			host = filepath.Join(host, filepath.Clean("/"+m.SubPath))
-			if err := os.MkdirAll(host, 0o777); err != nil {
+			// A subPath that exists may be a file (a ConfigMap's key); one that does not
+			// is made a directory, as Kubernetes does.
+			if _, err := os.Stat(host); errors.Is(err, fs.ErrNotExist) {
+				if err := os.MkdirAll(host, 0o777); err != nil {
+					return nil, fmt.Errorf("volumeMount %s: %w", m.Name, err)
+				}
+			} else if err != nil {
 				return nil, fmt.Errorf("volumeMount %s: %w", m.Name, err)
 			}
 		}
