@@ -1,11 +1,8 @@
 package bootstrap
 
 import (
-	"crypto"
 	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"minik8s.io/apiserver/internal/serviceaccount"
 	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/pki"
 )
@@ -264,13 +262,13 @@ func TestEnsureDerivesLostSAPub(t *testing.T) {
 	}
 }
 
-func readSAPair(t *testing.T, p *Paths) (*rsa.PrivateKey, crypto.PublicKey) {
+func readSAPair(t *testing.T, p *Paths) (*rsa.PrivateKey, *rsa.PublicKey) {
 	t.Helper()
 	keyPEM, err := os.ReadFile(p.SAKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := parseRSAPrivateKey(keyPEM)
+	key, err := serviceaccount.ParsePrivateKey(keyPEM)
 	if err != nil {
 		t.Fatalf("%s: %v", p.SAKey, err)
 	}
@@ -278,15 +276,11 @@ func readSAPair(t *testing.T, p *Paths) (*rsa.PrivateKey, crypto.PublicKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, _ := pem.Decode(pubPEM)
-	if block == nil || block.Type != "PUBLIC KEY" {
-		t.Fatalf("%s: no PUBLIC KEY block", p.SAPub)
+	pubs, err := serviceaccount.ParsePublicKeys(pubPEM)
+	if err != nil || len(pubs) != 1 {
+		t.Fatalf("%s: %d keys, %v", p.SAPub, len(pubs), err)
 	}
-	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
-	if err != nil {
-		t.Fatalf("%s: %v", p.SAPub, err)
-	}
-	return key, pub
+	return key, pubs[0]
 }
 
 func TestEnsureRefuses(t *testing.T) {

@@ -5,10 +5,11 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
+	"slices"
 
+	"minik8s.io/apiserver/internal/serviceaccount"
 	"minik8s.io/shared/kubeconfig"
 )
 
@@ -33,7 +34,7 @@ func (p *Paths) ensureSAKey() error {
 		if err != nil {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
-		priv, err := parseRSAPrivateKey(data)
+		priv, err := serviceaccount.ParsePrivateKey(data)
 		if err != nil {
 			return fmt.Errorf("bootstrap: %s: %w", p.SAKey, err)
 		}
@@ -75,44 +76,13 @@ func (p *Paths) checkSAPub(priv *rsa.PrivateKey) error {
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "PUBLIC KEY" {
-		return fmt.Errorf("bootstrap: %s: no PUBLIC KEY block", p.SAPub)
-	}
-	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+	pubs, err := serviceaccount.ParsePublicKeys(data)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %s: %w", p.SAPub, err)
 	}
-	if !priv.PublicKey.Equal(pub) {
+	// Keys after the first may be older ones kept so their tokens verify until they expire.
+	if !slices.ContainsFunc(pubs, func(k *rsa.PublicKey) bool { return priv.PublicKey.Equal(k) }) {
 		return fmt.Errorf("bootstrap: %s does not match %s; remove it to have it derived again", p.SAPub, p.SAKey)
 	}
 	return nil
-}
-
-// parseRSAPrivateKey reads the PKCS#1 form written here and the PKCS#8 form openssl writes.
-func parseRSAPrivateKey(data []byte) (*rsa.PrivateKey, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("no PEM block in key data")
-	}
-	switch block.Type {
-	case "RSA PRIVATE KEY":
-		k, err := x509.ParsePKCS1PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("parse private key: %w", err)
-		}
-		return k, nil
-	case "PRIVATE KEY":
-		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("parse private key: %w", err)
-		}
-		rk, ok := k.(*rsa.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("private key is %T, want RSA", k)
-		}
-		return rk, nil
-	default:
-		return nil, fmt.Errorf("unsupported key PEM type %q", block.Type)
-	}
 }
