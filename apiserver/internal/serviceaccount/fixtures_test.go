@@ -55,6 +55,7 @@ type objects struct {
 	pods    map[string]*corev1.Pod
 	secrets map[string]*corev1.Secret
 	nodes   map[string]*corev1.Node
+	nodeErr error // when set, every node lookup fails with it
 }
 
 func (o *objects) GetServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
@@ -79,6 +80,9 @@ func (o *objects) GetSecret(_ context.Context, ns, name string) (*corev1.Secret,
 }
 
 func (o *objects) GetNode(_ context.Context, name string) (*corev1.Node, error) {
+	if o.nodeErr != nil {
+		return nil, o.nodeErr
+	}
 	if n, ok := o.nodes[name]; ok {
 		return n, nil
 	}

@@ -3,7 +3,6 @@ package serviceaccount
 import (
 	"crypto/rsa"
 	"encoding/base64"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +173,7 @@ func TestTokenFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantHeader := map[string]any{"alg": "RS256", "kid": "l6RauXIgubu6UhlJzZHnf-Cotp8u87v4LE3nZzFN81c"}
+	wantHeader := map[string]any{"alg": "RS256", "kid": saKeyID}
 	if diff := cmp.Diff(wantHeader, decodeSegment(t, tok, 0)); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
@@ -255,10 +254,7 @@ func TestAuthenticateRejects(t *testing.T) {
 		}},
 		{name: "HS256 keyed with the public key", prepare: func(t *testing.T, s *setup) {
 			s.mangled = func(tok string) string {
-				pubPEM, err := os.ReadFile("testdata/sa.pub")
-				if err != nil {
-					t.Fatal(err)
-				}
+				pubPEM := readFile(t, "sa.pub")
 				js, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: pubPEM}, nil)
 				if err != nil {
 					t.Fatal(err)
