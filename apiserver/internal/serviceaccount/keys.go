@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // ParsePrivateKey decodes an RSA private key in PKCS#1 ("RSA PRIVATE KEY", as kubeadm and
@@ -38,6 +39,39 @@ func ParsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
 	default:
 		return nil, fmt.Errorf("unsupported key PEM type %q", block.Type)
 	}
+}
+
+// ReadPrivateKey loads the signing key from a PEM file such as pki/sa.key.
+func ReadPrivateKey(path string) (*rsa.PrivateKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read signing key: %w", err)
+	}
+	k, err := ParsePrivateKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return k, nil
+}
+
+// ReadPublicKeys loads the verification keys of every PEM file, in order, such as pki/sa.pub.
+func ReadPublicKeys(paths ...string) ([]*rsa.PublicKey, error) {
+	var keys []*rsa.PublicKey
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read public keys: %w", err)
+		}
+		ks, err := ParsePublicKeys(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		keys = append(keys, ks...)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no public key files")
+	}
+	return keys, nil
 }
 
 // ParsePublicKeys decodes every RSA public key in PEM data: "PUBLIC KEY" (PKIX, sa.pub),

@@ -123,3 +123,34 @@ func TestSplitUsername(t *testing.T) {
 		})
 	}
 }
+
+func TestReadKeys(t *testing.T) {
+	priv, err := ReadPrivateKey("testdata/sa.key")
+	if err != nil {
+		t.Fatalf("ReadPrivateKey: %v", err)
+	}
+	pubs, err := ReadPublicKeys("testdata/sa.pub", "testdata/other.crt")
+	if err != nil {
+		t.Fatalf("ReadPublicKeys: %v", err)
+	}
+	if len(pubs) != 2 || !priv.PublicKey.Equal(pubs[0]) {
+		t.Errorf("ReadPublicKeys gave %d keys, first matching sa.key: %v", len(pubs), len(pubs) > 0 && priv.PublicKey.Equal(pubs[0]))
+	}
+	tests := []struct {
+		name    string
+		read    func() error
+		wantErr string
+	}{
+		{name: "missing private key", read: func() error { _, err := ReadPrivateKey("testdata/missing.key"); return err }, wantErr: "read signing key"},
+		{name: "private key file of another type", read: func() error { _, err := ReadPrivateKey("testdata/ec.key"); return err }, wantErr: "testdata/ec.key: unsupported key PEM type"},
+		{name: "missing public key file", read: func() error { _, err := ReadPublicKeys("testdata/sa.pub", "testdata/missing.pub"); return err }, wantErr: "read public keys"},
+		{name: "no files", read: func() error { _, err := ReadPublicKeys(); return err }, wantErr: "no public key files"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.read(); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %v, want containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

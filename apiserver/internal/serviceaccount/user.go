@@ -52,8 +52,9 @@ func SplitUsername(username string) (namespace, name string, ok bool) {
 	return namespace, name, true
 }
 
-// Groups are the groups every ServiceAccount of a namespace is in. system:authenticated is
-// included here because these users reach authorization through this package alone.
+// Groups are the groups every ServiceAccount of a namespace is in. Kubernetes adds
+// system:authenticated after its authenticator chain; it is part of the identity here so that
+// TokenReview and authorization see the same groups whoever calls.
 func Groups(namespace string) []string {
 	return []string{AllGroup, GroupPrefix + namespace, AuthenticatedGroup}
 }

@@ -417,3 +417,42 @@ func TestNewValidatorDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestNewClaims(t *testing.T) {
+	objs := cluster()
+	sa := objs.sas["ns1/robot"]
+	now := t0.Add(750 * time.Millisecond)
+	tests := []struct {
+		name    string
+		bound   Bound
+		want    *Claims
+		wantErr string
+	}{
+		{
+			name:  "pod with node",
+			bound: Bound{Pod: objs.pods["ns1/web"], Node: objs.nodes["n1"]},
+			want: &Claims{Namespace: "ns1", ServiceAccount: Ref{Name: "robot", UID: "sa-uid"},
+				Pod: &Ref{Name: "web", UID: "pod-uid"}, Node: &Ref{Name: "n1", UID: "node-uid"},
+				Audiences: []string{"a"}, IssuedAt: t0, NotBefore: t0, Expiry: t0.Add(time.Hour)},
+		},
+		{name: "secret and pod", bound: Bound{Pod: objs.pods["ns1/web"], Secret: objs.secrets["ns1/creds"]}, wantErr: "only be bound to one object type"},
+		{name: "secret and node", bound: Bound{Node: objs.nodes["n1"], Secret: objs.secrets["ns1/creds"]}, wantErr: "only be bound to one object type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewClaims(sa, tt.bound, []string{"a"}, time.Hour, now)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("NewClaims (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
