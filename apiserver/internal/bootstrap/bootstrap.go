@@ -75,6 +75,8 @@ type Paths struct {
 	CAKey           string
 	ServingCert     string
 	ServingKey      string
+	SAKey           string // signs ServiceAccount tokens: RSA, PEM, owner-only
+	SAPub           string // verifies them; the apiserver serves it as the JWKS
 	Tokens          string
 	AdminKubeconfig string
 	// Components maps Component.Name to its kubeconfig; Nodes maps a node name to its.
@@ -96,6 +98,8 @@ func PathsFor(home string, nodes []string) *Paths {
 		CAKey:           filepath.Join(home, "pki", "ca.key"),
 		ServingCert:     filepath.Join(home, "pki", "apiserver.crt"),
 		ServingKey:      filepath.Join(home, "pki", "apiserver.key"),
+		SAKey:           filepath.Join(home, "pki", "sa.key"),
+		SAPub:           filepath.Join(home, "pki", "sa.pub"),
 		Tokens:          filepath.Join(home, "tokens.csv"),
 		AdminKubeconfig: filepath.Join(home, "kubeconfig"),
 		Components:      map[string]string{},
@@ -117,8 +121,9 @@ func PathsFor(home string, nodes []string) *Paths {
 func NodeUser(node string) string { return "system:node:" + node }
 
 // Ensure creates what is missing in home and returns where everything is. It never replaces
-// the CA, tokens or kubeconfigs; the serving certificate alone is reissued from the CA when it
-// lacks a requested host or nears expiry, which invalidates nothing a client holds.
+// the CA, the ServiceAccount signing key, tokens or kubeconfigs; the serving certificate alone
+// is reissued from the CA when it lacks a requested host or nears expiry, which invalidates
+// nothing a client holds.
 func Ensure(home string, opts Options) (*Paths, error) {
 	if home == "" {
 		return nil, errors.New("bootstrap: empty state directory")
@@ -151,6 +156,9 @@ func Ensure(home string, opts Options) (*Paths, error) {
 	// The server's own host goes in the certificate too: clients verify against it.
 	required := slices.Concat([]string{"localhost", "127.0.0.1", u.Hostname()}, ServiceHosts, opts.Hosts)
 	if err := p.ensureServing(ca, required, opts.now()); err != nil {
+		return nil, err
+	}
+	if err := p.ensureSAKey(); err != nil {
 		return nil, err
 	}
 	tokens, err := p.ensureTokens(opts.Nodes)

@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"crypto/rsa"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"minik8s.io/apiserver/internal/serviceaccount"
 	"minik8s.io/shared/kubeconfig"
 	"minik8s.io/shared/pki"
 )
@@ -53,6 +55,7 @@ func TestEnsureFresh(t *testing.T) {
 		"kubeconfigs/node-node-1.kubeconfig", "kubeconfigs/node-node-2.kubeconfig",
 		"kubeconfigs/scheduler.kubeconfig", "kubeconfigs/serverless.kubeconfig",
 		"pki/apiserver.crt", "pki/apiserver.key", "pki/ca.crt", "pki/ca.key",
+		"pki/sa.key", "pki/sa.pub",
 		"tokens.csv",
 	}
 	if diff := cmp.Diff(wantFiles, p.Written); diff != "" {
@@ -66,7 +69,7 @@ func TestEnsureFresh(t *testing.T) {
 	if diff := cmp.Diff(wantFiles, onDisk); diff != "" {
 		t.Errorf("files on disk (-want +got):\n%s", diff)
 	}
-	for _, secret := range []string{p.CAKey, p.ServingKey, p.Tokens, p.AdminKubeconfig, p.Nodes["node-1"]} {
+	for _, secret := range []string{p.CAKey, p.ServingKey, p.SAKey, p.Tokens, p.AdminKubeconfig, p.Nodes["node-1"]} {
 		st, err := os.Stat(secret)
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +77,11 @@ func TestEnsureFresh(t *testing.T) {
 		if st.Mode().Perm() != 0o600 {
 			t.Errorf("%s mode %v, want 0600", secret, st.Mode().Perm())
 		}
+	}
+
+	saKey, saPub := readSAPair(t, p)
+	if saKey.N.BitLen() != saKeyBits || !saKey.PublicKey.Equal(saPub) {
+		t.Errorf("ServiceAccount key: %d bits, public key matches: %v", saKey.N.BitLen(), saKey.PublicKey.Equal(saPub))
 	}
 
 	ca, err := pki.ReadCert(p.CACert)
@@ -230,6 +238,51 @@ func TestEnsureRenewsExpiringServingCert(t *testing.T) {
 	}
 }
 
+// A lost public key is derived again from the private key, which stays as it was, so tokens
+// already issued keep verifying.
+func TestEnsureDerivesLostSAPub(t *testing.T) {
+	home := t.TempDir()
+	p, err := Ensure(home, Options{})
+	if err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	before := snapshot(t, home)
+	if err := os.Remove(p.SAPub); err != nil {
+		t.Fatal(err)
+	}
+	p, err = Ensure(home, Options{})
+	if err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	if diff := cmp.Diff([]string{"pki/sa.pub"}, p.Written); diff != "" {
+		t.Errorf("Written (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, snapshot(t, home)); diff != "" {
+		t.Errorf("files differ from the first Ensure (-before +after):\n%s", diff)
+	}
+}
+
+func readSAPair(t *testing.T, p *Paths) (*rsa.PrivateKey, *rsa.PublicKey) {
+	t.Helper()
+	keyPEM, err := os.ReadFile(p.SAKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := serviceaccount.ParsePrivateKey(keyPEM)
+	if err != nil {
+		t.Fatalf("%s: %v", p.SAKey, err)
+	}
+	pubPEM, err := os.ReadFile(p.SAPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubs, err := serviceaccount.ParsePublicKeys(pubPEM)
+	if err != nil || len(pubs) != 1 {
+		t.Fatalf("%s: %d keys, %v", p.SAPub, len(pubs), err)
+	}
+	return key, pubs[0]
+}
+
 func TestEnsureRefuses(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -259,6 +312,42 @@ func TestEnsureRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantErr: "is not signed by"},
+		{name: "ServiceAccount public key without private key", prepare: func(t *testing.T, home string) {
+			if _, err := Ensure(home, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(home, "pki", "sa.key")); err != nil {
+				t.Fatal(err)
+			}
+		}, wantErr: "sa.pub exists without"},
+		{name: "ServiceAccount public key of another pair", prepare: func(t *testing.T, home string) {
+			if _, err := Ensure(home, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			other := PathsFor(t.TempDir(), nil)
+			if err := other.ensureSAKey(); err != nil {
+				t.Fatal(err)
+			}
+			pub, err := os.ReadFile(other.SAPub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, "pki", "sa.pub"), pub, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, wantErr: "sa.pub does not match"},
+		{name: "ServiceAccount key not RSA", prepare: func(t *testing.T, home string) {
+			if _, err := Ensure(home, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			ca, err := os.ReadFile(filepath.Join(home, "pki", "ca.key"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, "pki", "sa.key"), ca, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, wantErr: "want RSA"},
 		{name: "corrupt token file", prepare: func(t *testing.T, home string) {
 			if err := os.WriteFile(filepath.Join(home, "tokens.csv"), []byte("only,two\n"), 0o600); err != nil {
 				t.Fatal(err)
