@@ -17,6 +17,7 @@ require (
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
+	k8s.io/component-helpers v0.37.2
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	minik8s.io/shared v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
