@@ -11,10 +11,10 @@
 // The component roles grant what each component's code calls and nothing else; roles.go says,
 // rule by rule, which part makes each call:
 //
-//	component                       identity                          role
-//	scheduler                       user system:kube-scheduler        system:kube-scheduler, kube-system Role system::leader-locking-kube-scheduler
-//	controller-manager              user system:kube-controller-manager system:kube-controller-manager, kube-system Role system::leader-locking-kube-controller-manager
-//	kubeproxy                       user system:kube-proxy            system:node-proxier
-//	serverless                      user system:serverless            system:serverless
-//	kubelet                         system:node:<name> in system:nodes NodeRules, through the Node authorizer
+//	component           identity                             roles
+//	scheduler           user system:kube-scheduler           system:kube-scheduler; Role system::leader-locking-kube-scheduler in kube-system
+//	controller-manager  user system:kube-controller-manager  system:kube-controller-manager; Role system::leader-locking-kube-controller-manager in kube-system
+//	kubeproxy           user system:kube-proxy               system:node-proxier
+//	serverless          user system:serverless               system:serverless
+//	kubelet             system:node:<name> in system:nodes   NodeRules, applied by the Node authorizer
 package bootstrappolicy

@@ -125,8 +125,9 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule("update").groups(legacyGroup).resources("persistentvolumes/status", "persistentvolumeclaims/status").rule(),
 		rule("create").groups(storageGroup).resources("storageclasses").rule(),
 
-		// root-ca-cert-publisher: kube-root-ca.crt in every namespace.
+		// root-ca-cert-publisher: kube-root-ca.crt in every namespace, made and kept.
 		rule(cache...).groups(legacyGroup).resources("namespaces", "configmaps").rule(),
+		rule("create", "update").groups(legacyGroup).resources("configmaps").rule(),
 
 		// clusterrole-aggregation: copies the rules of the selected ClusterRoles into the
 		// aggregated ones, which is granting them: hence escalate.
