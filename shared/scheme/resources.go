@@ -29,7 +29,8 @@ type Resource struct {
 	ShortNames []string
 	Categories []string
 	// Subresources served besides the main endpoint: "status", "binding", "scale", "log",
-	// "invoke" (a function or workflow called through the serverless gateway).
+	// "invoke" (a function or workflow called through the serverless gateway), "token" (a
+	// ServiceAccount token, TokenRequest).
 	Subresources []string
 	// DeleteCollection is served where Kubernetes serves it.
 	DeleteCollection bool
@@ -90,7 +91,7 @@ var Resources = []*Resource{
 	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Plural: "secrets", Singular: "secret", Namespaced: true,
 		DeleteCollection: true, New: func() runtime.Object { return &corev1.Secret{} }, NewList: func() runtime.Object { return &corev1.SecretList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("ServiceAccount"), Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
-		DeleteCollection: true, New: func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
+		Subresources: []string{"token"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolume"), Plural: "persistentvolumes", Singular: "persistentvolume", ShortNames: []string{"pv"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.PersistentVolume{} }, NewList: func() runtime.Object { return &corev1.PersistentVolumeList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), Plural: "persistentvolumeclaims", Singular: "persistentvolumeclaim", Namespaced: true, ShortNames: []string{"pvc"},

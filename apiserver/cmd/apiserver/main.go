@@ -45,6 +45,7 @@ func main() {
 	fs.StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "the pod network; each node gets one block of it")
 	fs.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "the prefix length of each node's block of --cluster-cidr")
 	fs.StringVar(&cfg.ServerlessGatewayURL, "serverless-gateway-url", "", "the serverless gateway functions' and workflows' invoke is proxied to, e.g. http://127.0.0.1:8090 (empty: invoke answers 503)")
+	fs.StringVar(&cfg.AuthorizationMode, "authorization-mode", app.AuthorizationNodeRBAC, "how requests are authorized: Node,RBAC (system:masters, the Node authorizer, then RBAC) or AlwaysAllow (every authenticated request)")
 	logOpts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	p, err := netip.ParsePrefix(clusterCIDR)

@@ -47,7 +47,15 @@ type Config struct {
 	// ServerlessGatewayURL is the serverless gateway the invoke subresource of functions and
 	// workflows is proxied to; empty answers invoke with 503.
 	ServerlessGatewayURL string
+	// AuthorizationMode is AuthorizationNodeRBAC or AuthorizationAlwaysAllow.
+	AuthorizationMode string
 }
+
+// The authorization modes, spelt as kube-apiserver's --authorization-mode.
+const (
+	AuthorizationNodeRBAC    = "Node,RBAC"
+	AuthorizationAlwaysAllow = "AlwaysAllow"
+)
 
 // Validate checks a configuration before anything starts.
 func (c *Config) Validate() error {
@@ -68,6 +76,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.gateway(); err != nil {
 		return err
+	}
+	switch c.AuthorizationMode {
+	case "", AuthorizationNodeRBAC, AuthorizationAlwaysAllow:
+	default:
+		return fmt.Errorf("--authorization-mode %q: want %q or %q", c.AuthorizationMode, AuthorizationNodeRBAC, AuthorizationAlwaysAllow)
 	}
 	return nil
 }
@@ -170,7 +183,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer publisher.Close()
-	srv, err := newServer(cfg, store, tokens, addr, log)
+	authn, err := newAuth(paths, tokens, addr, log.With("part", "auth"))
+	if err != nil {
+		return err
+	}
+	srv, err := newServer(cfg, store, authn, addr, log)
 	if err != nil {
 		return err
 	}
@@ -186,6 +203,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return runCompactor(ctx, store, cfg.CompactInterval, ob.Revision, log)
 	}))
 	g.Add("namespaces", srv)
+	if a := srv.Access(); a != nil {
+		g.Add("access", a)
+	}
+	g.Add("bootstrap-policy", run.Func(func(ctx context.Context) error { return authn.reconcilePolicy(ctx, srv.Registry()) }))
 	g.Add("kubernetes-service", kubernetesservice.New(kubernetesservice.Config{Registry: srv.Registry(),
 		Endpoint:  cfg.endpoint(),
 		ClusterIP: allocator.KubernetesServiceIP(), Logger: log.With("part", "kubernetes-service")}))
@@ -214,7 +235,7 @@ func connectEtcd(ctx context.Context, cfg Config, dir string, log *slog.Logger) 
 }
 
 // newServer builds the API's handlers over store.
-func newServer(cfg Config, store *etcdstore.Store, tokens map[string]bootstrap.Identity, addr string, log *slog.Logger) (*server.Server, error) {
+func newServer(cfg Config, store *etcdstore.Store, authn *auth, addr string, log *slog.Logger) (*server.Server, error) {
 	docs, docsV2, err := newOpenAPI()
 	if err != nil {
 		return nil, err
@@ -223,13 +244,17 @@ func newServer(cfg Config, store *etcdstore.Store, tokens map[string]bootstrap.I
 	if err != nil {
 		return nil, err
 	}
+	newAccess := authn.newAccess
+	if cfg.AuthorizationMode == AuthorizationAlwaysAllow {
+		newAccess = nil
+	}
 	return server.New(server.Config{
-		Gateway: gateway,
-		Store:   store,
-		Authenticator: func(token string) (server.Identity, bool) {
-			id, ok := tokens[token]
-			return server.Identity{User: id.User, UID: id.UID, Groups: id.Groups}, ok
-		},
+		Gateway:         gateway,
+		Store:           store,
+		Authenticator:   authn.authenticate,
+		NewAccess:       newAccess,
+		Tokens:          authn.tokens,
+		Ready:           authn.ready,
 		Tables:          tableConverter{},
 		OpenAPI:         docs,
 		OpenAPIV2:       docsV2,
@@ -245,7 +270,7 @@ func newServer(cfg Config, store *etcdstore.Store, tokens map[string]bootstrap.I
 				TLSHandshakeTimeout: server.DefaultKubeletTimeout,
 				DialContext:         (&net.Dialer{Timeout: server.DefaultKubeletTimeout}).DialContext,
 			}},
-			Token: adminToken(tokens),
+			Token: adminToken(authn.static),
 		},
 	}), nil
 }

@@ -117,6 +117,11 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 		if generated {
 			m.SetName(GenerateName(m.GetGenerateName()))
 		}
+		if r.admit != nil && attempt == 0 {
+			if err := r.admit(ctx, OpCreate, Key{Resource: res, Namespace: k.Namespace, Name: m.GetName()}, "", obj, nil); err != nil {
+				return Written{}, err
+			}
+		}
 		if errs := st.Validate(obj); len(errs) > 0 {
 			return Written{}, invalid(res, m.GetName(), errs)
 		}

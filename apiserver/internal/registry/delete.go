@@ -35,6 +35,11 @@ func (r *Registry) Delete(ctx context.Context, k Key, opts *metav1.DeleteOptions
 		if err := checkPreconditions(k, m, opts.Preconditions); err != nil {
 			return nil, err
 		}
+		if r.admit != nil && attempt == 0 {
+			if err := r.admit(ctx, OpDelete, k, "", nil, obj); err != nil {
+				return nil, err
+			}
+		}
 		grace := st.GracePeriod(obj, opts)
 		_, finalizers := gcFinalizers(st.GCPolicy(), m.GetFinalizers(), opts)
 		if grace > 0 || len(finalizers) > 0 || st.Finalizing(obj) {

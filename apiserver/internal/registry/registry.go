@@ -30,7 +30,24 @@ type Config struct {
 	// network when not valid.
 	PodCIDRs    netip.Prefix
 	PodCIDRBits int
+	// Admit, when set, sees every create, update and delete once the object is what would be
+	// stored (defaulted, before validation) and may refuse it: the apiserver's admission
+	// chain (NodeRestriction, RBAC's escalation checks), which reads the requester from ctx.
+	Admit AdmitFunc
 }
+
+// Operation is what a write does, as admission names it.
+type Operation string
+
+const (
+	OpCreate Operation = "CREATE"
+	OpUpdate Operation = "UPDATE"
+	OpDelete Operation = "DELETE"
+)
+
+// AdmitFunc judges one write of k (its Name filled in): obj is the new object (nil for a
+// delete), old the stored one (nil for a create).
+type AdmitFunc func(ctx context.Context, op Operation, k Key, subresource string, obj, old runtime.Object) error
 
 // Registry stores and reads the objects of every served resource. Build it with New; Start
 // runs its background work.
@@ -41,6 +58,7 @@ type Registry struct {
 	alloc      *allocator.Allocator
 	strategies map[*scheme.Resource]Strategy
 	ns         *namespaces
+	admit      AdmitFunc
 }
 
 // New builds a registry; it starts nothing.
@@ -54,6 +72,7 @@ func New(cfg Config) *Registry {
 	r := &Registry{store: cfg.Store, log: cfg.Logger, now: cfg.Now,
 		alloc: allocator.New(cfg.Store, cfg.PodCIDRs, cfg.PodCIDRBits)}
 	r.strategies = strategies(r.alloc)
+	r.admit = cfg.Admit
 	r.ns = newNamespaces(r)
 	return r
 }

@@ -125,6 +125,11 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 	m.SetNamespace(om.GetNamespace())
 	m.SetSelfLink("")
 	st.DefaultUpdate(obj, old)
+	if r.admit != nil {
+		if err := r.admit(ctx, OpUpdate, k, opts.Subresource, obj, old); err != nil {
+			return Written{}, err
+		}
+	}
 	written := false
 	if !opts.DryRun && opts.Subresource == "" {
 		undo, err := st.Allocate(ctx, old, obj)

@@ -58,6 +58,11 @@ func (s *Server) groups() []metav1.APIGroup {
 			PreferredVersion: v,
 		})
 	}
+	for _, gv := range []schema.GroupVersion{authenticationGV, authorizationGV} {
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		out = append(out, metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+			Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
 	if s.metrics != nil {
 		v := metav1.GroupVersionForDiscovery{GroupVersion: metricsGV.String(), Version: metricsGV.Version}
 		out = append(out, metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
@@ -106,6 +111,7 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 	if gv == metricsGV && s.metrics != nil {
 		list.APIResources = metricsResources
 	}
+	list.APIResources = append(list.APIResources, reviewResources[gv]...)
 	for _, r := range scheme.Served() {
 		if r.GVK.GroupVersion() != gv {
 			continue
@@ -137,6 +143,8 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 				ar.Kind, ar.Verbs = "PodAttachOptions", metav1.Verbs{"create", "get"}
 			case "invoke":
 				ar.Verbs = metav1.Verbs{"create"}
+			case "token":
+				ar.Group, ar.Version, ar.Kind, ar.Verbs = authenticationGV.Group, authenticationGV.Version, "TokenRequest", metav1.Verbs{"create"}
 			case "portforward":
 				ar.Kind, ar.Verbs = "PodPortForwardOptions", metav1.Verbs{"create", "get"}
 			}

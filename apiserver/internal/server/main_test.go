@@ -64,8 +64,8 @@ func newHarnessWith(t testing.TB, adjust func(*Config)) *harness {
 	t.Helper()
 	cfg := Config{
 		Store: testStore,
-		Authenticator: func(tok string) (Identity, bool) {
-			return Identity{User: "admin", Groups: []string{"system:masters"}}, tok == testToken
+		Authenticator: func(_ context.Context, tok string) (Identity, bool) {
+			return Identity{Name: "admin", Groups: []string{"system:masters"}}, tok == testToken
 		},
 		Tables:                tableConv{},
 		Logger:                slog.New(slog.DiscardHandler),

@@ -13,18 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"minik8s.io/apiserver/internal/authorizer"
 	"minik8s.io/apiserver/internal/metricsource"
 	"minik8s.io/apiserver/internal/registry"
+	"minik8s.io/apiserver/internal/serviceaccount"
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/informer"
 )
 
-// Identity is who made a request, from the bearer token.
-type Identity struct {
-	User   string
-	UID    string
-	Groups []string
-}
+// Identity is who made a request, from the bearer token (or whom it impersonates).
+type Identity = authorizer.User
 
 type identityKey struct{}
 
@@ -34,8 +33,8 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 	return id, ok
 }
 
-// Authenticator maps a bearer token to an identity.
-type Authenticator func(token string) (Identity, bool)
+// Authenticator maps a bearer token to an identity; false refuses it with a 401.
+type Authenticator func(ctx context.Context, token string) (Identity, bool)
 
 // TableConverter renders objects or lists as a meta.k8s.io/v1 Table.
 type TableConverter interface {
@@ -72,6 +71,11 @@ type Config struct {
 	// Gateway reaches the serverless gateway for the invoke subresource of functions and
 	// workflows; nil answers invoke with 503.
 	Gateway *GatewayClient
+	// NewAccess builds what authorizes requests and admits writes, over the server's registry
+	// (src lists and watches it); nil allows every authenticated request.
+	NewAccess func(src informer.Source) Access
+	// Tokens issues and reviews ServiceAccount tokens; nil answers those requests with 503.
+	Tokens *Tokens
 }
 
 // Server is the HTTP API. Build it with New; serve Handler().
@@ -83,6 +87,8 @@ type Server struct {
 	engine *gin.Engine
 	// metrics measures usage for metrics.k8s.io; nil without a kubelet client.
 	metrics *metricsource.Source
+	// access authorizes and admits; nil allows everything authenticated.
+	access Access
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -94,9 +100,12 @@ func New(cfg Config) *Server {
 		cfg.WatchBookmarkInterval = time.Minute
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, reg: registry.New(registry.Config{
-		Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs, PodCIDRBits: cfg.PodCIDRBits,
-	})}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger}
+	s.reg = registry.New(registry.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs,
+		PodCIDRBits: cfg.PodCIDRBits, Admit: s.admit})
+	if cfg.NewAccess != nil {
+		s.access = cfg.NewAccess(s.reg.Source())
+	}
 	if cfg.Kubelet != nil {
 		s.metrics = metricsource.New(metricsource.Config{HTTP: cfg.Kubelet.HTTP, Token: cfg.Kubelet.Token,
 			Targets: s.kubeletTargets, Resolution: cfg.MetricsResolution, Timeout: DefaultKubeletTimeout,
@@ -108,7 +117,7 @@ func New(cfg Config) *Server {
 	e.GET("/healthz", s.healthz)
 	e.GET("/livez", s.healthz)
 	e.GET("/readyz", s.readyz)
-	auth := e.Group("/", s.authenticate)
+	auth := e.Group("/", s.authenticate, s.authorize)
 	auth.GET("/version", s.version)
 	auth.GET("/metrics", gin.WrapH(metricsHandler()))
 	auth.GET("/api", s.apiVersions)
@@ -121,17 +130,22 @@ func New(cfg Config) *Server {
 		auth.GET("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
 		auth.HEAD("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
 	}
+	auth.GET(serviceaccount.OpenIDConfigPath, s.discoveryDocument(false))
+	auth.GET(serviceaccount.JWKSPath, s.discoveryDocument(true))
 	auth.Any("/api/v1", s.legacyResources)
 	auth.Any("/api/v1/*path", s.resourceRequest)
 	auth.Any("/apis/:group", s.apiGroup)
 	auth.Any("/apis/:group/:version", s.groupResources)
 	auth.Any("/apis/:group/:version/*path", s.resourceRequest)
-	e.NoRoute(s.authenticate, func(c *gin.Context) {
+	e.NoRoute(s.authenticate, s.authorize, func(c *gin.Context) {
 		writeError(c, apierror.New(apierror.ErrNotFound, "the server could not find the requested resource"))
 	})
 	s.engine = e
 	return s
 }
+
+// Access is what authorizes the server's requests, for the caller to run; nil without one.
+func (s *Server) Access() Access { return s.access }
 
 // Registry is the server's registry, for the apiserver's own loops.
 func (s *Server) Registry() *registry.Registry { return s.reg }
@@ -177,7 +191,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		writeError(c, apierror.New(apierror.ErrUnauthorized, "Unauthorized"))
 		return
 	}
-	id, ok := s.cfg.Authenticator(strings.TrimSpace(token))
+	id, ok := s.cfg.Authenticator(c.Request.Context(), strings.TrimSpace(token))
 	if !ok {
 		writeError(c, apierror.New(apierror.ErrUnauthorized, "Unauthorized"))
 		return
@@ -215,8 +229,7 @@ func (s *Server) resourceRequest(c *gin.Context) {
 		s.resourceMetrics(c, path)
 		return
 	}
-	if gv == authenticationGV && path == "selfsubjectreviews" {
-		s.selfSubjectReview(c)
+	if (gv == authenticationGV || gv == authorizationGV) && s.review(c, gv, path) {
 		return
 	}
 	if path == "" {
@@ -255,6 +268,14 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 		default:
 			s.methodNotAllowed(c, m, t)
 		}
+		return
+	case "token":
+		verb = "create"
+		if m != http.MethodPost {
+			s.methodNotAllowed(c, m, t)
+			return
+		}
+		s.tokenRequest(c, t)
 		return
 	case "binding", "eviction":
 		verb = "create"

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,12 +12,12 @@ import (
 
 func TestSelfSubjectReview(t *testing.T) {
 	h := newHarnessWith(t, func(cfg *Config) {
-		cfg.Authenticator = func(tok string) (Identity, bool) {
+		cfg.Authenticator = func(_ context.Context, tok string) (Identity, bool) {
 			switch tok {
 			case testToken:
-				return Identity{User: "admin", Groups: []string{"system:masters"}}, true
+				return Identity{Name: "admin", Groups: []string{"system:masters"}}, true
 			case "serverless":
-				return Identity{User: "system:serverless"}, true
+				return Identity{Name: "system:serverless"}, true
 			}
 			return Identity{}, false
 		}
