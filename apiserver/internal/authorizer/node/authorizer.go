@@ -267,10 +267,15 @@ func authorizeNode(node string, attrs authorizer.Attributes) (authorizer.Decisio
 		case "get", "list", "watch":
 			// By name rather than by the graph, so a kubelet can look for its Node
 			// before creating it.
-			switch attrs.Name {
-			case node:
+			switch {
+			case attrs.Name == node:
 				return authorizer.Allow, "", nil
-			case "":
+			case attrs.Name == "" && attrs.Verb != "get":
+				// Kubernetes lets a node list only its own Node; a minik8s kubelet also
+				// routes to every other node's pod CIDR (what a network plugin's DaemonSet
+				// does there with its own account), so it lists and watches them all.
+				return authorizer.Allow, "", nil
+			case attrs.Name == "":
 				return authorizer.NoOpinion, fmt.Sprintf("node '%s' cannot read all nodes, only its own Node object", node), nil
 			default:
 				return authorizer.NoOpinion, fmt.Sprintf("node '%s' cannot read '%s', only its own Node object", node, attrs.Name), nil
