@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -152,6 +153,9 @@ func collect(s *schemas, resources []*scheme.Resource) (map[string]*route, error
 		}
 		if r.HasSubresource("eviction") {
 			s.setGVK(reflect.TypeFor[policyv1.Eviction](), policyv1.SchemeGroupVersion.WithKind("Eviction"))
+		}
+		if r.HasSubresource("token") {
+			s.setGVK(reflect.TypeFor[authnv1.TokenRequest](), authnv1.SchemeGroupVersion.WithKind("TokenRequest"))
 		}
 		maps.Copy(routes, resourceRoutes("/"+groupVersionPath(gv), r, kind, list))
 	}

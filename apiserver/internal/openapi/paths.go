@@ -16,6 +16,7 @@ const (
 	scaleSchema         = "io.k8s.api.autoscaling.v1.Scale"
 	bindingSchema       = "io.k8s.api.core.v1.Binding"
 	evictionSchema      = "io.k8s.api.policy.v1.Eviction"
+	tokenRequestSchema  = "io.k8s.api.authentication.v1.TokenRequest"
 )
 
 // PatchContentTypes are the patch formats PATCH accepts.
@@ -236,6 +237,10 @@ func resourceRoutes(prefix string, r *scheme.Resource, kind, list string) map[st
 			egvk := schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}
 			p.post = &op{id: "create" + base, action: "post", gvk: egvk, params: writeParams, body: evictionSchema,
 				description: "create eviction of a " + gvk.Kind, responses: map[int]string{200: evictionSchema, 201: evictionSchema, 202: evictionSchema}}
+		case "token":
+			tgvk := schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}
+			p.post = &op{id: "create" + base, action: "post", gvk: tgvk, params: writeParams, body: tokenRequestSchema,
+				description: "create token of a " + gvk.Kind, responses: map[int]string{200: tokenRequestSchema, 201: tokenRequestSchema, 202: tokenRequestSchema}}
 		case "exec", "attach", "portforward":
 			options, params := "PodExecOptions", execParams
 			switch sub {

@@ -304,6 +304,10 @@ func TestV2ResourcePaths(t *testing.T) {
 					options := map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}[sub]
 					connect := &opSummary{Action: "connect", GVK: "/v1, Kind=" + options, Produces: []string{"*/*"}}
 					want[item+"/"+sub] = map[string]*opSummary{"get": connect, "post": connect}
+				case "token":
+					ref := "#/definitions/" + tokenRequestSchema
+					want[item+"/token"] = map[string]*opSummary{"post": {Action: "post", GVK: "authentication.k8s.io/v1, Kind=TokenRequest", Body: ref, BodyRequired: true,
+						Consumes: []string{"*/*"}, Produces: answers, Query: write, OK: ref}}
 				case "invoke":
 					want[item+"/invoke"] = map[string]*opSummary{"post": {Action: "connect", GVK: gvk, Produces: []string{"application/json"}}}
 				default:
