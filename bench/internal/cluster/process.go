@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"minik8s.io/shared/client"
 )
 
@@ -257,4 +260,21 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// PublishRootCA writes the ConfigMap kube-root-ca.crt into namespace, as the
+// controller-manager's root-ca-cert-publisher does on a full cluster: pods' ServiceAccount
+// token volumes read the CA from it, and the bench's clusters run no controller-manager.
+func (p *Process) PublishRootCA(ctx context.Context, api *client.Client, namespace string) error {
+	ca, err := os.ReadFile(filepath.Join(p.home, "pki", "ca.crt"))
+	if err != nil {
+		return fmt.Errorf("read the cluster CA: %w", err)
+	}
+	cms := client.MustFor[*corev1.ConfigMap, *corev1.ConfigMapList](api)
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: namespace},
+		Data: map[string]string{"ca.crt": string(ca)}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("publish kube-root-ca.crt in %s: %w", namespace, err)
+	}
+	return nil
 }

@@ -119,6 +119,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (rep *Report, err er
 	if _, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create namespace: %w", err)
 	}
+	if err := e.proc.PublishRootCA(ctx, e.api, e.ns); err != nil {
+		return nil, err
+	}
 	if err := e.createNode(ctx); err != nil {
 		return nil, err
 	}
