@@ -52,12 +52,15 @@ APISERVER_NODES=${APISERVER_NODES:-$NODE_NAME}
 # The serverless gateway (host:port) the apiserver proxies functions' and workflows' invoke to;
 # it runs on the apiserver's host, under make cluster too.
 SERVERLESS_GATEWAY_ADDRESS=${SERVERLESS_GATEWAY_ADDRESS:-127.0.0.1:8090}
+# What the audit log ($MINIK8S_HOME/logs/audit.log) records.
+AUDIT_POLICY_FILE=${AUDIT_POLICY_FILE:-$ROOT/configs/audit-policy.yaml}
 
 apiserver_args() {
   printf '%s\n' --home "$MINIK8S_HOME" --bind-address "$APISERVER_BIND" \
     --secure-port "$APISERVER_PORT" --etcd-servers "$ETCD_SERVERS" --amqp-url "$AMQP_URL" \
     --nodes "$APISERVER_NODES" --cluster-cidr "$CLUSTER_CIDR" \
-    --serverless-gateway-url "http://$SERVERLESS_GATEWAY_ADDRESS"
+    --serverless-gateway-url "http://$SERVERLESS_GATEWAY_ADDRESS" \
+    --audit-policy-file "$AUDIT_POLICY_FILE" --audit-log-path "$MINIK8S_HOME/logs/audit.log"
   if [ -z "$ETCD_SERVERS" ]; then
     printf '%s\n' --embedded-etcd-client-url "http://127.0.0.1:$ETCD_CLIENT_PORT" \
       --embedded-etcd-peer-url "http://127.0.0.1:$ETCD_PEER_PORT"

@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/apiserver/internal/allocator"
+	"minik8s.io/apiserver/internal/audit"
 	"minik8s.io/apiserver/internal/bootstrap"
 	"minik8s.io/apiserver/internal/kubernetesservice"
 	"minik8s.io/apiserver/internal/server"
@@ -49,6 +51,9 @@ type Config struct {
 	ServerlessGatewayURL string
 	// AuthorizationMode is AuthorizationNodeRBAC or AuthorizationAlwaysAllow.
 	AuthorizationMode string
+	// AuditPolicyFile and AuditLog turn the audit log on when both are set.
+	AuditPolicyFile string
+	AuditLog        audit.LogOptions
 }
 
 // The authorization modes, spelt as kube-apiserver's --authorization-mode.
@@ -76,6 +81,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.gateway(); err != nil {
 		return err
+	}
+	if (c.AuditPolicyFile == "") != (c.AuditLog.Path == "") {
+		return errors.New("--audit-policy-file and --audit-log-path go together")
 	}
 	switch c.AuthorizationMode {
 	case "", AuthorizationNodeRBAC, AuthorizationAlwaysAllow:
@@ -187,7 +195,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newServer(cfg, store, authn, addr, log)
+	auditor, err := newAudit(cfg, log)
+	if err != nil {
+		return err
+	}
+	if auditor != nil {
+		defer auditor.Log.Close()
+	}
+	srv, err := newServer(cfg, store, authn, auditor, addr, log)
 	if err != nil {
 		return err
 	}
@@ -235,7 +250,7 @@ func connectEtcd(ctx context.Context, cfg Config, dir string, log *slog.Logger) 
 }
 
 // newServer builds the API's handlers over store.
-func newServer(cfg Config, store *etcdstore.Store, authn *auth, addr string, log *slog.Logger) (*server.Server, error) {
+func newServer(cfg Config, store *etcdstore.Store, authn *auth, auditor *server.Audit, addr string, log *slog.Logger) (*server.Server, error) {
 	docs, docsV2, err := newOpenAPI()
 	if err != nil {
 		return nil, err
@@ -298,6 +313,21 @@ func newHTTPS(cfg Config, paths *bootstrap.Paths, srv *server.Server, log *slog.
 	}
 	// Watches never end by themselves: what is left after the grace period is closed.
 	return &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Drain: cfg.ShutdownTimeout, Logger: log}, nil
+}
+
+// newAudit loads the audit policy and opens the log; nil when auditing is off.
+func newAudit(cfg Config, log *slog.Logger) (*server.Audit, error) {
+	if cfg.AuditPolicyFile == "" {
+		return nil, nil
+	}
+	policy, err := audit.LoadPolicy(cfg.AuditPolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	l := audit.NewLog(cfg.AuditLog, log.With("part", "audit"))
+	server.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "apiserver_audit_event_dropped_total",
+		Help: "Audit events dropped because the log's queue was full."}, func() float64 { return float64(l.Dropped()) }))
+	return &server.Audit{Policy: policy, Log: l}, nil
 }
 
 // adminToken picks a system:masters token for the apiserver's own calls to kubelets.

@@ -76,6 +76,8 @@ type Config struct {
 	NewAccess func(src informer.Source) Access
 	// Tokens issues and reviews ServiceAccount tokens; nil answers those requests with 503.
 	Tokens *Tokens
+	// Audit records requests; nil records none.
+	Audit *Audit
 }
 
 // Server is the HTTP API. Build it with New; serve Handler().
@@ -117,7 +119,7 @@ func New(cfg Config) *Server {
 	e.GET("/healthz", s.healthz)
 	e.GET("/livez", s.healthz)
 	e.GET("/readyz", s.readyz)
-	auth := e.Group("/", s.authenticate, s.authorize)
+	auth := e.Group("/", s.authenticate, s.audit, s.authorize)
 	auth.GET("/version", s.version)
 	auth.GET("/metrics", gin.WrapH(metricsHandler()))
 	auth.GET("/api", s.apiVersions)
@@ -137,7 +139,7 @@ func New(cfg Config) *Server {
 	auth.Any("/apis/:group", s.apiGroup)
 	auth.Any("/apis/:group/:version", s.groupResources)
 	auth.Any("/apis/:group/:version/*path", s.resourceRequest)
-	e.NoRoute(s.authenticate, s.authorize, func(c *gin.Context) {
+	e.NoRoute(s.authenticate, s.audit, s.authorize, func(c *gin.Context) {
 		writeError(c, apierror.New(apierror.ErrNotFound, "the server could not find the requested resource"))
 	})
 	s.engine = e
