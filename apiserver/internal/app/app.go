@@ -259,15 +259,12 @@ func newServer(cfg Config, store *etcdstore.Store, authn *auth, auditor *server.
 	if err != nil {
 		return nil, err
 	}
-	newAccess := authn.newAccess
-	if cfg.AuthorizationMode == AuthorizationAlwaysAllow {
-		newAccess = nil
-	}
+	authn.allowAll = cfg.AuthorizationMode == AuthorizationAlwaysAllow
 	return server.New(server.Config{
 		Gateway:         gateway,
 		Store:           store,
 		Authenticator:   authn.authenticate,
-		NewAccess:       newAccess,
+		NewAccess:       authn.newAccess,
 		Tokens:          authn.tokens,
 		Ready:           authn.ready,
 		Tables:          tableConverter{},

@@ -37,10 +37,12 @@ type auth struct {
 	live      *liveObjects
 	policyOK  atomic.Bool
 	log       *slog.Logger
+	// allowAll authorizes every authenticated request (--authorization-mode AlwaysAllow); the
+	// caches still back ServiceAccount tokens and admission.
+	allowAll bool
 }
 
-// newAuth loads the signing keys and builds the authenticators; mode "AlwaysAllow" switches
-// authorization off, as kube-apiserver's --authorization-mode=AlwaysAllow does.
+// newAuth loads the signing keys and builds the authenticators.
 func newAuth(paths *bootstrap.Paths, static map[string]bootstrap.Identity, addr string, log *slog.Logger) (*auth, error) {
 	key, err := serviceaccount.ReadPrivateKey(paths.SAKey)
 	if err != nil {
@@ -111,7 +113,17 @@ func (a *auth) review(ctx context.Context, token string, audiences []string) (*s
 func (a *auth) newAccess(src informer.Source) server.Access {
 	a.access = access.New(access.Config{Source: src, NodeRules: bootstrappolicy.NodeRules(), Logger: a.log.With("part", "access")})
 	a.live.a = a.access
+	if a.allowAll {
+		return alwaysAllow{a.access}
+	}
 	return a.access
+}
+
+// alwaysAllow is the access of --authorization-mode AlwaysAllow.
+type alwaysAllow struct{ *access.Access }
+
+func (alwaysAllow) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.Allow, "", nil
 }
 
 // ready is the readiness of authorization: the policy reconciled and the caches read.
