@@ -41,7 +41,9 @@ func discovery() []*metav1.APIResourceList {
 
 func TestResourceFor(t *testing.T) {
 	m := New(discovery())
-	gvr := func(g, v, r string) schema.GroupVersionResource { return schema.GroupVersionResource{Group: g, Version: v, Resource: r} }
+	gvr := func(g, v, r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: g, Version: v, Resource: r}
+	}
 	tests := []struct {
 		in      schema.GroupVersionResource
 		want    schema.GroupVersionResource
