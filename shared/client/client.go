@@ -35,6 +35,7 @@ type Client struct {
 	token     string
 	userAgent string
 	timeout   time.Duration
+	imp       Impersonation
 	limiter   *limiter
 	log       *slog.Logger
 }
@@ -76,6 +77,7 @@ func New(cfg *Config) (*Client, error) {
 		token:     cfg.Token,
 		userAgent: cfg.UserAgent,
 		timeout:   cfg.Timeout,
+		imp:       cfg.Impersonate,
 		log:       slog.Default(),
 	}
 	if c.userAgent == "" {
@@ -271,6 +273,7 @@ func (r *Request) Raw(ctx context.Context) (*http.Response, error) {
 	if r.c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.c.token)
 	}
+	r.c.imp.setHeaders(req.Header)
 	start := time.Now()
 	resp, err := r.c.http.Do(req)
 	if err != nil {

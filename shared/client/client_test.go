@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -310,7 +311,7 @@ func TestFromKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Server != f.URL || cfg.Token != "secret" || cfg.Namespace != "team" {
+	if cfg.Server != f.URL || cfg.Token != "secret" || cfg.Namespace != "team" || cfg.AuthInfo != "admin" {
 		t.Errorf("config = %+v", cfg)
 	}
 	c, err := New(cfg)
@@ -322,6 +323,46 @@ func TestFromKubeconfig(t *testing.T) {
 	}
 	if got := f.last(t).Auth; got != "Bearer secret" {
 		t.Errorf("Authorization = %q", got)
+	}
+}
+
+func TestImpersonationHeaders(t *testing.T) {
+	tests := []struct {
+		name string
+		imp  Impersonation
+		want http.Header
+	}{
+		{name: "none", want: http.Header{}},
+		{name: "user", imp: Impersonation{UserName: "jane"}, want: http.Header{"Impersonate-User": {"jane"}}},
+		{name: "user, uid and groups", imp: Impersonation{UserName: "system:serviceaccount:a:b", UID: "42", Groups: []string{"g1", "g2"}},
+			want: http.Header{"Impersonate-User": {"system:serviceaccount:a:b"}, "Impersonate-Uid": {"42"}, "Impersonate-Group": {"g1", "g2"}}},
+		// Groups alone impersonate nobody: the caller refuses them before building the client.
+		{name: "groups without a user", imp: Impersonation{Groups: []string{"g"}}, want: http.Header{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got http.Header
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = http.Header{}
+				for k, v := range r.Header {
+					if strings.HasPrefix(k, "Impersonate-") {
+						got[k] = v
+					}
+				}
+				reply(200, `{"gitVersion":"v1"}`)(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			c, err := New(&Config{Server: srv.URL, Token: "tok", CAData: caPEM(srv), Impersonate: tt.imp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ServerVersion(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("impersonation headers (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

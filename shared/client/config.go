@@ -2,7 +2,10 @@ package client
 
 import (
 	"fmt"
+	"net/http"
 	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"minik8s.io/shared/kubeconfig"
 )
@@ -31,6 +34,20 @@ type Config struct {
 	// Namespace is the default namespace of the kubeconfig context (informational: the client
 	// itself always takes namespaces explicitly).
 	Namespace string
+	// AuthInfo is the name of the kubeconfig user the context uses (informational: kubectl
+	// names it in errors about the credentials).
+	AuthInfo string
+	// Impersonate, when its UserName is set, sends every request as that user (the apiserver
+	// checks the caller may impersonate it).
+	Impersonate Impersonation
+}
+
+// Impersonation is who requests act as: kubectl's --as, --as-group and --as-uid, sent as the
+// Impersonate-User, Impersonate-Group and Impersonate-Uid headers.
+type Impersonation struct {
+	UserName string
+	UID      string
+	Groups   []string
 }
 
 // FromKubeconfig builds a Config from the current context of the kubeconfig at path, or of
@@ -59,5 +76,20 @@ func FromKubeconfigContext(path, context string) (*Config, error) {
 		TLSServerName: r.TLSServerName,
 		Insecure:      r.Insecure,
 		Namespace:     r.Namespace,
+		AuthInfo:      r.User,
 	}, nil
+}
+
+// setHeaders adds the impersonation headers to h; none when no user is impersonated.
+func (i Impersonation) setHeaders(h http.Header) {
+	if i.UserName == "" {
+		return
+	}
+	h.Set(authenticationv1.ImpersonateUserHeader, i.UserName)
+	if i.UID != "" {
+		h.Set(authenticationv1.ImpersonateUIDHeader, i.UID)
+	}
+	for _, g := range i.Groups {
+		h.Add(authenticationv1.ImpersonateGroupHeader, g)
+	}
 }

@@ -57,7 +57,7 @@ func (d dryRun) validate() error {
 	case "", "none", "client", "server":
 		return nil
 	}
-	return fmt.Errorf(`invalid dry-run value (%s). Must be "none", "server", or "client"`, d)
+	return fmt.Errorf(`Invalid dry-run value (%s). Must be "none", "server", or "client".`, d) //nolint:staticcheck // kubectl's wording
 }
 
 func newApply(o *options) *cobra.Command {
@@ -197,5 +197,6 @@ func newCreate(o *options) *cobra.Command {
 	}
 	ff.add(cmd, "create")
 	cmd.Flags().StringVar(&dry, "dry-run", "none", `Must be "none", "server", or "client".`)
+	cmd.AddCommand(newCreateRole(o), newCreateClusterRole(o), newCreateRoleBinding(o), newCreateClusterRoleBinding(o), newCreateToken(o))
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
@@ -209,6 +210,13 @@ func TestRestConfigFor(t *testing.T) {
 	rc = restConfigFor(&client.Config{Server: "https://h", CAData: ca, Insecure: true})
 	if !rc.Insecure || len(rc.CAData) != 0 {
 		t.Errorf("insecure rest.Config keeps CA %q, insecure %v", rc.CAData, rc.Insecure)
+	}
+	// Streams impersonate as every other request does.
+	imp := client.Impersonation{UserName: "jane", UID: "42", Groups: []string{"dev", "ops"}}
+	rc = restConfigFor(&client.Config{Server: "https://h", Impersonate: imp})
+	want := rest.ImpersonationConfig{UserName: "jane", UID: "42", Groups: []string{"dev", "ops"}}
+	if diff := cmp.Diff(want, rc.Impersonate); diff != "" {
+		t.Errorf("rest.Config impersonation (-want +got):\n%s", diff)
 	}
 }
 

@@ -32,6 +32,11 @@ func restConfigFor(cfg *client.Config) *rest.Config {
 			Insecure:   cfg.Insecure,
 			ServerName: cfg.TLSServerName,
 		},
+		Impersonate: rest.ImpersonationConfig{
+			UserName: cfg.Impersonate.UserName,
+			UID:      cfg.Impersonate.UID,
+			Groups:   cfg.Impersonate.Groups,
+		},
 	}
 	if !cfg.Insecure {
 		rc.CAData = cfg.CAData
