@@ -189,6 +189,10 @@ func startNode(t *testing.T) *testNode {
 		t.Fatalf("create node %s with podCIDR %s: %v", n.name, n.cidr, err)
 	}
 	createNamespace(t, n.kubectlReal, n.ns)
+	// What the controller-manager's root-ca-cert-publisher does on a whole cluster: pods'
+	// ServiceAccount token volumes read the CA from this ConfigMap.
+	n.kubectlReal.ok(t, "create", "configmap", "kube-root-ca.crt", "-n", n.ns,
+		"--from-file=ca.crt="+filepath.Join(srv.home, "pki", "ca.crt"))
 	n.start(t)
 	return n
 }

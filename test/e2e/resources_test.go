@@ -20,9 +20,16 @@ func TestAPIResources(t *testing.T) {
 	srv := sharedServer(t)
 	// Rows are keyed by resource and group: metrics.k8s.io serves pods and nodes too (from the
 	// kubelets' stats, not the resource table).
+	// The reviews are answered, never stored, so they are not in the table either.
 	want := map[string]string{
-		"pods.metrics.k8s.io":  " metrics.k8s.io/v1beta1 true PodMetrics",
-		"nodes.metrics.k8s.io": " metrics.k8s.io/v1beta1 false NodeMetrics",
+		"pods.metrics.k8s.io":                            " metrics.k8s.io/v1beta1 true PodMetrics",
+		"nodes.metrics.k8s.io":                           " metrics.k8s.io/v1beta1 false NodeMetrics",
+		"selfsubjectreviews.authentication.k8s.io":       " authentication.k8s.io/v1 false SelfSubjectReview",
+		"tokenreviews.authentication.k8s.io":             " authentication.k8s.io/v1 false TokenReview",
+		"localsubjectaccessreviews.authorization.k8s.io": " authorization.k8s.io/v1 true LocalSubjectAccessReview",
+		"selfsubjectaccessreviews.authorization.k8s.io":  " authorization.k8s.io/v1 false SelfSubjectAccessReview",
+		"selfsubjectrulesreviews.authorization.k8s.io":   " authorization.k8s.io/v1 false SelfSubjectRulesReview",
+		"subjectaccessreviews.authorization.k8s.io":      " authorization.k8s.io/v1 false SubjectAccessReview",
 	}
 	for _, r := range scheme.Resources {
 		short := append([]string(nil), r.ShortNames...)
@@ -143,6 +150,18 @@ var kindCases = []kindCase{
 	{file: "workflow.yaml", header: "NAME START AT STATES AGE",
 		patch: `{"spec":{"states":{"first":{"next":"extra"},"extra":{"type":"Pass","next":"done"}}}}`,
 		want:  []string{"spec.states.first.next=extra", "spec.states.extra.next=done", "spec.states.done.type=Succeed"}},
+	{file: "role.yaml", header: "NAME CREATED AT",
+		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
+		want:  []string{"metadata.labels.patched=yes", "rules.0.resources.1=pods/log"}},
+	{file: "clusterrole.yaml", header: "NAME CREATED AT",
+		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
+		want:  []string{"metadata.labels.patched=yes", "rules.1.nonResourceURLs.1=/e2e/*"}},
+	{file: "rolebinding.yaml", header: "NAME ROLE AGE", rowHas: "ClusterRole/view",
+		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
+		want:  []string{"metadata.labels.patched=yes", "subjects.1.apiGroup=rbac.authorization.k8s.io", "subjects.0.kind=ServiceAccount"}},
+	{file: "clusterrolebinding.yaml", header: "NAME ROLE AGE", rowHas: "ClusterRole/view",
+		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
+		want:  []string{"metadata.labels.patched=yes", "subjects.0.apiGroup=rbac.authorization.k8s.io"}},
 	// No serverless component runs beside this apiserver: the execution stays as created.
 	{file: "workflowexecution.yaml", header: "NAME WORKFLOW PHASE DURATION AGE",
 		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
