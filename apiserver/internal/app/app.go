@@ -267,6 +267,7 @@ func newServer(cfg Config, store *etcdstore.Store, authn *auth, auditor *server.
 		NewAccess:       authn.newAccess,
 		Tokens:          authn.tokens,
 		Ready:           authn.ready,
+		Audit:           auditor,
 		Tables:          tableConverter{},
 		OpenAPI:         docs,
 		OpenAPIV2:       docsV2,
