@@ -1,6 +1,6 @@
 // Command incluster reaches the API from inside a pod as client-go programs do
 // (rest.InClusterConfig) and prints one JSON line per round: how many pods it may list, the
-// HTTP status of listing secrets, the token's iat and exp, and the KUBERNETES_* environment;
+// HTTP status of listing secrets, the token's iat, exp and sub, and the KUBERNETES_* environment;
 // image minik8s/incluster.
 package main
 
@@ -56,7 +56,7 @@ func run() error {
 		}
 		namespace = strings.TrimSpace(string(raw))
 	}
-	p := incluster.Prober{Core: core, Namespace: namespace, TokenFile: incluster.TokenFile, Environ: os.Environ, Timeout: callTimeout}
+	p := incluster.Prober{Core: core, Namespace: namespace, TokenFile: incluster.TokenFile, Environ: os.Environ, Now: time.Now, Timeout: callTimeout}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

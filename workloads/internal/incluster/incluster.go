@@ -26,6 +26,8 @@ const NamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // Round is one JSON line of the program's output.
 type Round struct {
+	// Time is when the round began, in unix seconds.
+	Time int64 `json:"time"`
 	// Pods is how many pods the list returned, -1 when it failed.
 	Pods      int      `json:"pods"`
 	PodNames  []string `json:"podNames"` // namespace/name, sorted
@@ -89,13 +91,14 @@ type Prober struct {
 	// TokenFile is read fresh every round.
 	TokenFile string
 	Environ   func() []string
+	Now       func() time.Time
 	// Timeout bounds each call.
 	Timeout time.Duration
 }
 
 // Round lists pods, tries secrets and reads the token.
 func (p Prober) Round(ctx context.Context) Round {
-	r := Round{Pods: -1, Env: Env(p.Environ())}
+	r := Round{Time: p.Now().Unix(), Pods: -1, Env: Env(p.Environ())}
 	callCtx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	pods, err := p.Core.Pods(p.Namespace).List(callCtx, metav1.ListOptions{})

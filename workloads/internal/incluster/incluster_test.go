@@ -141,6 +141,7 @@ func TestProberRound(t *testing.T) {
 				}
 			}
 			p := Prober{Core: core, Namespace: tt.namespace, TokenFile: tokenFile, Timeout: 5 * time.Second,
+				Now: func() time.Time { return time.Unix(1234, 0) },
 				Environ: func() []string {
 					return []string{"PATH=/bin", "KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443"}
 				}}
@@ -149,6 +150,7 @@ func TestProberRound(t *testing.T) {
 				t.Error("no token file, but no tokenError")
 			}
 			got.TokenError = ""
+			tt.want.Time = 1234
 			tt.want.Env = map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("round (-want +got):\n%s", diff)

@@ -29,7 +29,7 @@ def claims(path):
 
 
 def one_round(v1, namespace):
-    r = {"pods": -1, "podNames": None, "secretsCode": 0,
+    r = {"time": int(time.time()), "pods": -1, "podNames": None, "secretsCode": 0,
          "env": {k: v for k, v in os.environ.items() if k.startswith("KUBERNETES_")}}
     try:
         if namespace:
