@@ -42,6 +42,8 @@ test: test-compose ## all tests of all modules (integration tests need make up f
 	go test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
 	@echo "restarting RabbitMQ under a running apiserver (alone: it cuts every broker connection)"
 	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart' ./test/e2e/
+	@echo "waiting for in-cluster clients' 600 s ServiceAccount tokens to be refreshed (about ten minutes)"
+	MINIK8S_E2E_TOKEN_REFRESH=1 go test -count=1 -timeout 20m -run '^TestInClusterTokenRefresh' ./test/e2e/
 
 test-unit: ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
 	go test -short -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)

@@ -21,6 +21,7 @@ import (
 // Secret of a pod bound to it.
 func TestNodeCredentialInCluster(t *testing.T) {
 	c := requireMakeUp(t)
+	requireDocker(t)
 	ns := c.namespace(t, "e2e-nodeauthz")
 	for name, value := range map[string]string{"mounted": "for the pod", "unrelated": "for nobody"} {
 		create[*corev1.Secret, *corev1.SecretList](t, c, &corev1.Secret{

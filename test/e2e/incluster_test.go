@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,20 @@ type inclusterRound struct {
 	TokenSub     string            `json:"tokenSub"`
 	TokenError   string            `json:"tokenError"`
 	Env          map[string]string `json:"env"`
+}
+
+// requireInClusterImages makes sure the images of the in-cluster pods are in make up's Docker:
+// the workload images (built when missing) and a python-runtime with the official client,
+// which an image built before it carried python3-kubernetes lacks.
+func requireInClusterImages(t *testing.T) {
+	t.Helper()
+	requireDocker(t)
+	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", pythonImage,
+		"python3", "-c", "import kubernetes").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import the official Kubernetes client (rebuild it: scripts/images.sh python-runtime): %v\n%s", pythonImage, err, out)
+	}
 }
 
 // kubectls are both kubectls with make up's admin kubeconfig.
@@ -188,6 +203,7 @@ func pythonLister(ns, name string) *corev1.Pod {
 // Both kubectls' auth can-i agree with what the pods saw.
 func TestInClusterAccess(t *testing.T) {
 	c := requireMakeUp(t)
+	requireInClusterImages(t)
 	ns := c.namespace(t, "e2e-incluster")
 	createLister(t, c, ns)
 	createCheckScript(t, c, ns)
@@ -271,6 +287,7 @@ func TestInClusterTokenRefresh(t *testing.T) {
 		t.Skipf("waits about ten minutes for a token to expire; set %s=1 to run it (make test does, alone)", tokenRefreshEnv)
 	}
 	c := requireMakeUp(t)
+	requireInClusterImages(t)
 	ns := c.namespace(t, "e2e-refresh")
 	createLister(t, c, ns)
 	createCheckScript(t, c, ns)
@@ -336,6 +353,7 @@ func shortToken(p *corev1.Pod, seconds int64) {
 // uninstall takes the cluster-scoped objects away too.
 func TestHelmClusterReader(t *testing.T) {
 	c := requireMakeUp(t)
+	requireDocker(t)
 	ns := c.namespace(t, "e2e-helm-reader")
 	other := c.namespace(t, "e2e-helm-other")
 	// A pod in another namespace, which only a cluster-wide list shows.
