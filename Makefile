@@ -42,6 +42,8 @@ test: test-compose ## all tests of all modules (integration tests need make up f
 	go test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
 	@echo "restarting RabbitMQ under a running apiserver (alone: it cuts every broker connection)"
 	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart' ./test/e2e/
+	@echo "waiting for in-cluster clients' 600 s ServiceAccount tokens to be refreshed (about ten minutes)"
+	MINIK8S_E2E_TOKEN_REFRESH=1 go test -count=1 -timeout 20m -run '^TestInClusterTokenRefresh' ./test/e2e/
 
 test-unit: ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
 	go test -short -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
@@ -57,7 +59,7 @@ bench-rules: ## kubeproxy's rule benchmarks: the real iptables-restore in a scra
 	@test "$$(id -u)" = 0 || { echo "bench-rules: needs root (iptables-restore in a scratch network namespace)" >&2; exit 1; }
 	go test -run '^$$' -bench . -benchtime 3x ./kubeproxy/internal/rules/ ./kubeproxy/internal/proxier/
 
-images: ## workload images built locally, no registry: pause, echo, load, fileserver, busybox, debian (debootstrap), nginx, python-runtime
+images: ## workload images built locally, no registry: pause, echo, load, fileserver, incluster, busybox, debian (debootstrap), nginx, python-runtime
 	scripts/images.sh
 
 component-images: ## component images from build/Dockerfile.<component> (needs a registry for base images)

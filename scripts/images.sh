@@ -21,7 +21,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VERSION=1.0
-IMAGES=(pause echo load fileserver busybox debian nginx python-runtime)
+IMAGES=(pause echo load fileserver incluster busybox debian nginx python-runtime)
 INPUTS_LABEL=io.minik8s.build.inputs
 
 usage() { die "usage: $0 [--if-missing] [--list] [$(IFS='|'; echo "${IMAGES[*]}")...]"; }

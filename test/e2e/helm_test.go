@@ -44,17 +44,19 @@ func helmBinary(t *testing.T) string {
 	return bin
 }
 
-// The chart `helm create` makes, unmodified but for the image and port, installs (with
-// Helm's OpenAPI validation), upgrades, rolls back and uninstalls, leaving nothing behind.
-func TestHelmChartLifecycle(t *testing.T) {
-	srv := sharedServer(t)
+// helmRunner returns a function that runs Helm against the cluster of kubeconfig, in a home
+// of its own (so no repository or cache of the user's leaks in) that is also its working
+// directory, and fails the test when Helm fails.
+func helmRunner(t *testing.T, kubeconfig string) func(args ...string) string {
+	t.Helper()
 	helm := helmBinary(t)
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"), "KUBECONFIG="+srv.kubeconfig())
-	run := func(args ...string) string {
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"), "KUBECONFIG="+kubeconfig)
+	return func(args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 2*commandTimeout)
+		// Not cancelled with the test, so a cleanup can uninstall a release.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 2*commandTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, helm, args...)
 		cmd.Env, cmd.Dir = env, home
@@ -64,6 +66,13 @@ func TestHelmChartLifecycle(t *testing.T) {
 		}
 		return string(out)
 	}
+}
+
+// The chart `helm create` makes, unmodified but for the image and port, installs (with
+// Helm's OpenAPI validation), upgrades, rolls back and uninstalls, leaving nothing behind.
+func TestHelmChartLifecycle(t *testing.T) {
+	srv := sharedServer(t)
+	run := helmRunner(t, srv.kubeconfig())
 	run("create", "demo")
 	ns := "helm-demo"
 	k := kubectls(t, srv)[0]

@@ -41,8 +41,8 @@ const (
 	cniNetwork = "minik8s"
 )
 
-// workloadImages are the local images the kubelet tests run.
-var workloadImages = []string{"minik8s/pause:1.0", "minik8s/fileserver:1.0", "minik8s/busybox:1.0"}
+// workloadImages are the local images the kubelet and in-cluster tests run.
+var workloadImages = []string{"minik8s/pause:1.0", "minik8s/fileserver:1.0", "minik8s/busybox:1.0", inclusterImage}
 
 var imagesOnce struct {
 	once sync.Once
@@ -54,7 +54,7 @@ var imagesOnce struct {
 func requireDocker(t *testing.T) {
 	t.Helper()
 	if out, err := exec.CommandContext(t.Context(), "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Fatalf("the kubelet tests need the Docker engine: docker info: %v\n%s", err, out)
+		t.Fatalf("the test runs pods, and needs the Docker engine: docker info: %v\n%s", err, out)
 	}
 	imagesOnce.once.Do(func() {
 		missing := false

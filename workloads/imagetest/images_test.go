@@ -40,7 +40,7 @@ func TestImages(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/images.sh --if-missing: %v\n%s", err, out)
 	}
-	for _, name := range []string{"pause", "echo", "load", "fileserver", "busybox"} {
+	for _, name := range []string{"pause", "echo", "load", "fileserver", "incluster", "busybox"} {
 		labels := mustDocker(t, "image", "inspect", "-f", `{{index .Config.Labels "org.opencontainers.image.title"}}`, image(name), "minik8s/"+name+":latest")
 		if want := "minik8s/" + name + "\nminik8s/" + name; labels != want {
 			t.Fatalf("%s and :latest title labels = %q, want %q", image(name), labels, want)
@@ -52,6 +52,7 @@ func TestImages(t *testing.T) {
 	t.Run("busybox", testBusybox)
 	t.Run("fileserver", testFileserver)
 	t.Run("load", testLoad)
+	t.Run("incluster", testIncluster)
 }
 
 func testEcho(t *testing.T) {
