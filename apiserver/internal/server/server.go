@@ -187,19 +187,29 @@ func (s *Server) recoverer(c *gin.Context) {
 }
 
 func (s *Server) authenticate(c *gin.Context) {
-	h := c.GetHeader("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
+	token, ok := bearerToken(c.GetHeader("Authorization"))
 	if !ok || s.cfg.Authenticator == nil {
 		writeError(c, apierror.New(apierror.ErrUnauthorized, "Unauthorized"))
 		return
 	}
-	id, ok := s.cfg.Authenticator(c.Request.Context(), strings.TrimSpace(token))
+	id, ok := s.cfg.Authenticator(c.Request.Context(), token)
 	if !ok {
 		writeError(c, apierror.New(apierror.ErrUnauthorized, "Unauthorized"))
 		return
 	}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), identityKey{}, id))
 	c.Next()
+}
+
+// bearerToken reads "Bearer <token>" with the scheme in any case, as Kubernetes does (the
+// Python client sends "bearer").
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }
 
 func (s *Server) healthz(c *gin.Context) { c.String(http.StatusOK, "ok") }

@@ -45,3 +45,21 @@ func TestSelfSubjectReview(t *testing.T) {
 		t.Errorf("GET: %d, want 405", code)
 	}
 }
+
+// The scheme of the Authorization header is read in any case, as Kubernetes reads it: the
+// official Python client sends "bearer".
+func TestBearerSchemeAnyCase(t *testing.T) {
+	h := newHarness(t)
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		resp, _ := h.send("GET", "/api/v1/namespaces/default", nil, "Authorization", scheme+" "+testToken)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", scheme, resp.StatusCode)
+		}
+	}
+	for _, header := range []string{"Basic " + testToken, "Bearer", "Bearer  ", testToken} {
+		resp, _ := h.send("GET", "/api/v1/namespaces/default", nil, "Authorization", header)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%q: %d, want 401", header, resp.StatusCode)
+		}
+	}
+}
