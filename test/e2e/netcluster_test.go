@@ -112,6 +112,20 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	step("pods on every node reach the API through the kubernetes Service with their token", func(t *testing.T) {
+		api := &makeUpCluster{cl: c.cl} // the in-cluster helpers work over any cluster's client
+		createLister(t, api, c.ns)
+		for _, n := range c.started {
+			p := goLister(c.ns, "incluster-"+n.name)
+			p.Spec.NodeName = n.name
+			c.createPod(t, p)
+		}
+		for _, n := range c.started {
+			api.waitRound(t, c.ns, "incluster-"+n.name, "listing pods and refused secrets", 3*time.Minute,
+				func(r inclusterRound) bool { return r.Pods >= len(c.started) && r.SecretsCode == http.StatusForbidden })
+		}
+	})
+
 	c.networkingSteps(t, step, n1, n2, n3)
 	c.volumeSteps(t, step, n1, n2)
 	c.serverlessSteps(t, step)
