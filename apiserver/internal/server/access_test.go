@@ -59,6 +59,11 @@ func accessHarness(t *testing.T) (*harness, string) {
 	for _, b := range bootstrappolicy.ClusterRoleBindings() {
 		h.do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "application/json", b, nil)
 	}
+	h.eventually("the default policy in the caches", func() bool {
+		var r authorizationv1.SelfSubjectRulesReview
+		h.as("alice", "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", `{"spec":{"namespace":"default"}}`, &r)
+		return r.Status.EvaluationError == "" && len(r.Status.NonResourceRules) > 0
+	})
 	return h, auditPath
 }
 

@@ -167,15 +167,17 @@ func TestJobs(t *testing.T) {
 			active = running(all)
 			return len(active) == 1, err
 		})
-		cur, err := jobs.Get(ctx, ns, "ttl", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		zero := int32(0)
-		cur.Spec.TTLSecondsAfterFinished = &zero
-		if _, err := jobs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// The job controller writes the job's status meanwhile: a Conflict means read again.
+		waitUntil(t, "ttlSecondsAfterFinished set", func(ctx context.Context) (bool, error) {
+			cur, err := jobs.Get(ctx, ns, "ttl", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			zero := int32(0)
+			cur.Spec.TTLSecondsAfterFinished = &zero
+			_, err = jobs.Update(ctx, cur, metav1.UpdateOptions{})
+			return err == nil, err
+		})
 		finish(active[0], corev1.PodSucceeded)
 		waitUntil(t, "the job and its pod gone", func(ctx context.Context) (bool, error) {
 			_, err := jobs.Get(ctx, ns, "ttl", metav1.GetOptions{})
