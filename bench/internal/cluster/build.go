@@ -95,6 +95,24 @@ func writeOverlay(ctx context.Context, dir string) (string, error) {
 	return path, nil
 }
 
+// WorkspaceFile is the path of rel (e.g. configs/audit-policy.yaml) in the Go workspace the
+// working directory lies in, checked to exist.
+func WorkspaceFile(ctx context.Context, rel string) (string, error) {
+	out, err := goCmd(ctx, "env", "GOWORK")
+	if err != nil {
+		return "", fmt.Errorf("locate the workspace: %w", err)
+	}
+	work := strings.TrimSpace(out)
+	if work == "" || work == "off" {
+		return "", fmt.Errorf("locate %s: not inside the minik8s Go workspace", rel)
+	}
+	path := filepath.Join(filepath.Dir(work), rel)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("locate %s: %w", rel, err)
+	}
+	return path, nil
+}
+
 func goCmd(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	var stdout, stderr bytes.Buffer

@@ -122,7 +122,7 @@ func (e *env) throughput(ctx context.Context, rep *Report) error {
 	cfg := e.cfg
 	clients := make([]*client.Typed[*corev1.ConfigMap, *corev1.ConfigMapList], cfg.Clients)
 	for w := range clients {
-		c, err := e.proc.Client(10 * time.Second)
+		c, err := e.client()
 		if err != nil {
 			return err
 		}

@@ -136,6 +136,7 @@ func (r *Report) Print(w io.Writer) {
 		m.CPU, m.CPUs, m.MemoryGB, m.Kernel, m.Go, m.LoadAvg)
 	fmt.Fprintf(w, "object: ConfigMap with a %d-byte value, %d bytes as stored; minik8s = HTTPS + bearer token through the apiserver; raw etcd = a create transaction of the same bytes on the same embedded etcd\n",
 		r.Config.PayloadBytes, r.ValueBytes)
+	fmt.Fprintf(w, "access: %s\n", describeAccess(r.Config))
 	fmt.Fprintf(w, "events: minik8s = send -> apiserver -> etcd -> outbox -> RabbitMQ -> consumer; raw etcd = send -> apiserver -> etcd -> etcd watch\n\n")
 	WriteMarkdown(w, r.Table())
 	api, raw := r.ThroughputCPU[0], r.ThroughputCPU[1]

@@ -3,6 +3,8 @@ package suite
 import (
 	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +29,45 @@ func TestRunSmall(t *testing.T) {
 	}
 	_ = conn.Close()
 
-	cfg := Config{
-		Workdir: t.TempDir(), AMQPURL: url,
-		Creates: 40, Warmup: 5, Block: 10, PayloadBytes: 64,
-		Clients: 4, Rounds: 1, RoundTime: 500 * time.Millisecond,
-		EventRate: 50, EventTime: time.Second, EventWorkers: 2,
+	tests := []struct {
+		name string
+		// access sets the access options of the run.
+		access func(*Config)
+		// auditUser, when set, must appear in the audit log as the creates' user.
+		auditUser string
+	}{
+		{name: "admin", access: func(*Config) {}},
+		{name: "rbac identity with audit", access: func(c *Config) {
+			c.AuthorizationMode, c.Identity, c.OtherBindings, c.Audit = ModeNodeRBAC, IdentityRBAC, 20, true
+		}, auditUser: `"username":"system:serviceaccount:bench:bench-writer"`},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{
+				Workdir: t.TempDir(), AMQPURL: url,
+				Creates: 40, Warmup: 5, Block: 10, PayloadBytes: 64,
+				Clients: 4, Rounds: 1, RoundTime: 500 * time.Millisecond,
+				EventRate: 50, EventTime: time.Second, EventWorkers: 2,
+			}
+			tt.access(&cfg)
+			runSmall(t, cfg)
+			if tt.auditUser == "" {
+				return
+			}
+			log, err := os.ReadFile(filepath.Join(cfg.Workdir, "audit.log"))
+			if err != nil {
+				t.Fatalf("audit log: %v", err)
+			}
+			if n := bytes.Count(log, []byte(tt.auditUser)); n < cfg.Creates {
+				t.Errorf("audit log has %d events with %s, want at least the %d measured creates", n, tt.auditUser, cfg.Creates)
+			}
+		})
+	}
+}
+
+// runSmall runs the suite with cfg and checks that every test produced its figures.
+func runSmall(t *testing.T, cfg Config) {
+	t.Helper()
 	var logs bytes.Buffer
 	rep, err := Run(t.Context(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {

@@ -78,21 +78,35 @@ type Config struct {
 	// Profile builds the apiserver with pprof and captures CPU profiles of
 	// the throughput and event tests into Workdir.
 	Profile bool
+
+	// AuthorizationMode is the apiserver's --authorization-mode (ModeNodeRBAC or
+	// ModeAlwaysAllow); empty keeps its default.
+	AuthorizationMode string
+	// Identity is who sends the measured requests: IdentityAdmin or IdentityRBAC.
+	Identity string
+	// OtherBindings is how many bindings to other subjects IdentityRBAC adds; zero adds
+	// none.
+	OtherBindings int
+	// Audit turns on the apiserver's audit log, with configs/audit-policy.yaml, into
+	// Workdir.
+	Audit bool
 }
 
 // Defaults are the figures make bench runs with.
 var Defaults = Config{
-	AMQPURL:      "amqp://guest:guest@127.0.0.1:5672/",
-	Creates:      2000,
-	Warmup:       200,
-	Block:        250,
-	PayloadBytes: 256,
-	Clients:      64,
-	Rounds:       2,
-	RoundTime:    5 * time.Second,
-	EventRate:    500,
-	EventTime:    20 * time.Second,
-	EventWorkers: 16,
+	AMQPURL:       "amqp://guest:guest@127.0.0.1:5672/",
+	Creates:       2000,
+	Warmup:        200,
+	Block:         250,
+	PayloadBytes:  256,
+	Clients:       64,
+	Rounds:        2,
+	RoundTime:     5 * time.Second,
+	EventRate:     500,
+	EventTime:     20 * time.Second,
+	EventWorkers:  16,
+	Identity:      IdentityAdmin,
+	OtherBindings: 1000,
 }
 
 func (c *Config) fill() {
@@ -118,6 +132,9 @@ func (c *Config) fill() {
 	if c.AMQPURL == "" {
 		c.AMQPURL = Defaults.AMQPURL
 	}
+	if c.Identity == "" {
+		c.Identity = Defaults.Identity
+	}
 }
 
 // env is what every test of a run shares.
@@ -131,6 +148,8 @@ type env struct {
 	etcd    *clientv3.Client
 	runID   string
 	payload string
+	// token is the measured identity's bearer token; empty means admin's kubeconfig.
+	token string
 	// brokerPids are RabbitMQ's processes, whose CPU the throughput test
 	// reports; empty when the broker runs elsewhere.
 	brokerPids []int
@@ -141,6 +160,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	cfg.fill()
 	if cfg.Workdir == "" {
 		return nil, errors.New("suite: workdir is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
 	}
 	rep := &Report{Machine: DescribeMachine(), Config: cfg}
 	e := &env{cfg: cfg, log: log, runID: randomID(), payload: payload(cfg.PayloadBytes), brokerPids: procstat.FindProcesses(brokerCommand)}
@@ -154,8 +176,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 		}
 		e.binary = bin
 	}
+	var policy string
+	if cfg.Audit {
+		p, err := auditPolicy(ctx)
+		if err != nil {
+			return nil, err
+		}
+		policy = p
+	}
 	proc, err := cluster.Start(ctx, cluster.Options{
 		Binary: e.binary, Home: filepath.Join(cfg.Workdir, "home"), AMQPURL: cfg.AMQPURL, Pprof: cfg.Profile,
+		ExtraArgs: apiserverArgs(cfg, policy),
 	})
 	if err != nil {
 		return nil, err
@@ -171,7 +202,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	if e.api, err = proc.Client(10 * time.Second); err != nil {
 		return nil, err
 	}
-	e.cms = configMaps(e.api)
 	e.etcd, err = clientv3.New(clientv3.Config{Endpoints: []string{proc.EtcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
@@ -180,6 +210,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	if err := e.createNamespace(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.setupIdentity(ctx); err != nil {
+		return nil, err
+	}
+	writer, err := e.client()
+	if err != nil {
+		return nil, err
+	}
+	e.cms = configMaps(writer)
 
 	log.Info("test 1: create latency", "creates", cfg.Creates, "warmup", cfg.Warmup)
 	if err := e.latency(ctx, rep); err != nil {
