@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/apiserver/internal/authorizer"
 	"minik8s.io/apiserver/internal/authorizer/node"
@@ -44,6 +47,45 @@ type Access struct {
 	serviceAccounts     informer.Lister[*corev1.ServiceAccount]
 	secrets             informer.Lister[*corev1.Secret]
 	nodes               informer.Lister[*corev1.Node]
+
+	bindings snapshot
+}
+
+// snapshot holds the bindings as RBAC walks them on every request, rebuilt only after one
+// changed: listing them from the caches each time would copy every binding per request.
+type snapshot struct {
+	dirty atomic.Bool
+	mu    sync.Mutex
+	cur   atomic.Pointer[bindingSet]
+}
+
+type bindingSet struct {
+	cluster    []*rbacv1.ClusterRoleBinding
+	namespaced map[string][]*rbacv1.RoleBinding
+}
+
+// get returns the current bindings, rebuilding them first if one changed since.
+func (s *snapshot) get(a *Access) *bindingSet {
+	if !s.dirty.Load() {
+		if cur := s.cur.Load(); cur != nil {
+			return cur
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.cur.Load(); cur != nil && !s.dirty.Load() {
+		return cur
+	}
+	// Cleared before reading, so a change made while rebuilding marks it again.
+	s.dirty.Store(false)
+	set := &bindingSet{namespaced: map[string][]*rbacv1.RoleBinding{}}
+	set.cluster, _ = a.clusterRoleBindings.List(nil)
+	rbs, _ := a.roleBindings.List(nil)
+	for _, rb := range rbs {
+		set.namespaced[rb.Namespace] = append(set.namespaced[rb.Namespace], rb)
+	}
+	s.cur.Store(set)
+	return set
 }
 
 // New builds the caches and the chain; it starts nothing.
@@ -54,9 +96,17 @@ func New(cfg Config) *Access {
 	f := informer.NewFactory(cfg.Source, informer.FactoryConfig{Watch: true, Logger: cfg.Logger})
 	a := &Access{factory: f}
 	a.roles = informer.NewLister[*rbacv1.Role](f.For("roles", nil).Store())
-	a.roleBindings = informer.NewLister[*rbacv1.RoleBinding](f.For("rolebindings", nil).Store())
+	rbInf := f.For("rolebindings", nil)
+	a.roleBindings = informer.NewLister[*rbacv1.RoleBinding](rbInf.Store())
 	a.clusterRoles = informer.NewLister[*rbacv1.ClusterRole](f.For("clusterroles", nil).Store())
-	a.clusterRoleBindings = informer.NewLister[*rbacv1.ClusterRoleBinding](f.For("clusterrolebindings", nil).Store())
+	crbInf := f.For("clusterrolebindings", nil)
+	a.clusterRoleBindings = informer.NewLister[*rbacv1.ClusterRoleBinding](crbInf.Store())
+	a.bindings.dirty.Store(true)
+	changed := func(runtime.Object) { a.bindings.dirty.Store(true) }
+	for _, inf := range []*informer.Informer{rbInf, crbInf} {
+		inf.AddEventHandler(informer.HandlerFuncs{AddFunc: changed, DeleteFunc: changed,
+			UpdateFunc: func(_, obj runtime.Object) { changed(obj) }})
+	}
 	a.pods = informer.NewLister[*corev1.Pod](f.Pods().Store())
 	a.pvcs = informer.NewLister[*corev1.PersistentVolumeClaim](f.For(informer.PersistentVolumeClaims, nil).Store())
 	a.pvs = informer.NewLister[*corev1.PersistentVolume](f.For(informer.PersistentVolumes, nil).Store())
@@ -128,7 +178,7 @@ func (l listers) GetRole(ns, name string) (*rbacv1.Role, error) {
 }
 
 func (l listers) ListRoleBindings(ns string) ([]*rbacv1.RoleBinding, error) {
-	return l.a.roleBindings.ListNamespace(ns, nil)
+	return l.a.bindings.get(l.a).namespaced[ns], nil
 }
 
 func (l listers) GetClusterRole(name string) (*rbacv1.ClusterRole, error) {
@@ -137,7 +187,7 @@ func (l listers) GetClusterRole(name string) (*rbacv1.ClusterRole, error) {
 }
 
 func (l listers) ListClusterRoleBindings() ([]*rbacv1.ClusterRoleBinding, error) {
-	return l.a.clusterRoleBindings.List(nil)
+	return l.a.bindings.get(l.a).cluster, nil
 }
 
 // graph is the Node authorizer's view of pods and volumes.

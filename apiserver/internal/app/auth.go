@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,7 @@ type auth struct {
 	tokens    *server.Tokens
 	access    *access.Access // set once the server builds it
 	live      *liveObjects
+	cache     tokenCache
 	policyOK  atomic.Bool
 	log       *slog.Logger
 	// allowAll authorizes every authenticated request (--authorization-mode AlwaysAllow); the
@@ -77,6 +79,9 @@ func (a *auth) authenticate(ctx context.Context, token string) (server.Identity,
 	if id, ok := a.static[token]; ok {
 		return authenticated(authorizer.User{Name: id.User, UID: id.UID, Groups: slices.Clone(id.Groups)}), true
 	}
+	if u, ok := a.cache.get(token, time.Now()); ok {
+		return u, true
+	}
 	resp, ok, err := a.validator.Authenticate(ctx, token, nil)
 	if err != nil {
 		a.log.Debug("service account token refused", "err", err)
@@ -84,7 +89,47 @@ func (a *auth) authenticate(ctx context.Context, token string) (server.Identity,
 	if err != nil || !ok {
 		return server.Identity{}, false
 	}
-	return authenticated(authorizer.User(resp.User)), true
+	u := authenticated(authorizer.User(resp.User))
+	a.cache.put(token, u, time.Now())
+	return u, true
+}
+
+// tokenTTL is how long a ServiceAccount token, once accepted, is taken without checking its
+// signature and bound objects again: Kubernetes' token success cache keeps them 10 s, so a
+// token of a deleted pod works at most that much longer.
+const tokenTTL = 10 * time.Second
+
+// maxCachedTokens bounds the cache; past it, it starts again empty.
+const maxCachedTokens = 10000
+
+// tokenCache remembers accepted ServiceAccount tokens for tokenTTL.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]cachedUser
+}
+
+type cachedUser struct {
+	u       authorizer.User
+	expires time.Time
+}
+
+func (c *tokenCache) get(token string, now time.Time) (authorizer.User, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[token]
+	if !ok || !now.Before(e.expires) {
+		return authorizer.User{}, false
+	}
+	return e.u, true
+}
+
+func (c *tokenCache) put(token string, u authorizer.User, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedTokens {
+		c.m = make(map[string]cachedUser)
+	}
+	c.m[token] = cachedUser{u: u, expires: now.Add(tokenTTL)}
 }
 
 func authenticated(u authorizer.User) authorizer.User {

@@ -60,9 +60,12 @@ func accessHarness(t *testing.T) (*harness, string) {
 		h.do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "application/json", b, nil)
 	}
 	h.eventually("the default policy in the caches", func() bool {
+		var raw json.RawMessage
+		if h.as("alice", "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", `{"spec":{"namespace":"default"}}`, &raw) != http.StatusCreated {
+			return false
+		}
 		var r authorizationv1.SelfSubjectRulesReview
-		h.as("alice", "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", `{"spec":{"namespace":"default"}}`, &r)
-		return r.Status.EvaluationError == "" && len(r.Status.NonResourceRules) > 0
+		return json.Unmarshal(raw, &r) == nil && r.Status.EvaluationError == "" && len(r.Status.NonResourceRules) > 0
 	})
 	return h, auditPath
 }
@@ -166,6 +169,10 @@ func TestAuthorization(t *testing.T) {
 		st.Message != `users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope` {
 		t.Fatalf("alice as bob: %d %q", code, st.Message)
 	}
+
+	// Revoking the binding takes the grant away.
+	h.mustDo(http.StatusOK, "DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/rolebindings/alice", "", nil, nil)
+	h.eventually("alice may no longer list pods", func() bool { return h.as("alice", "GET", pods, "", nil) == http.StatusForbidden })
 
 	// The audit log has who was refused what, with the decision and the Audit-Id sent.
 	resp, _ := h.send("GET", "/api/v1/namespaces/"+ns+"/configmaps", nil, "Authorization", "Bearer alice")
