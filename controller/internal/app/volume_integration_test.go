@@ -100,6 +100,14 @@ func TestVolumeBinder(t *testing.T) {
 		staticPV("gold-big", "10Gi", "", map[string]string{"tier": "gold"})
 		staticPV("gold-fit", "3Gi", "", map[string]string{"tier": "gold"})
 		staticPV("classy", "2Gi", "fast", map[string]string{"tier": "gold"})
+		// The binder marks a volume Available once it has seen it; a claim made before it has
+		// seen them all could rightly bind to another.
+		for _, name := range []string{"small", "gold-big", "gold-fit", "classy"} {
+			waitUntil(t, "volume "+name+" Available", func(ctx context.Context) (bool, error) {
+				pv, err := pvs.Get(ctx, "", name, metav1.GetOptions{})
+				return err == nil && pv.Status.Phase == corev1.VolumeAvailable, err
+			})
+		}
 		c := claim("plain", "1Gi", &empty)
 		if got := boundTo(c.Name); got != "small" {
 			t.Errorf("plain bound to %s, want small", got)
