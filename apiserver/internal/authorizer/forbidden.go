@@ -48,19 +48,8 @@ func Forbidden(a Attributes, reason string) *apierror.Error {
 	return NewForbidden(gr, a.Name, fmt.Errorf("%s", ForbiddenMessage(a, reason)))
 }
 
-// NewForbidden is Kubernetes' Forbidden Status about an object: the message is
-// `<resource>[.<group>] "<name>" is forbidden: <err>`, without the name when there is
-// none, and `forbidden: <err>` when there is no resource either; the details name the
-// group, the resource (as the kind) and the name.
+// NewForbidden is Kubernetes' Forbidden Status about an object (apierror.Forbidden) for an
+// error of the authorizers' own.
 func NewForbidden(gr schema.GroupResource, name string, err error) *apierror.Error {
-	var e *apierror.Error
-	switch {
-	case gr.Empty():
-		e = apierror.New(apierror.ErrForbidden, "forbidden: %v", err)
-	case name == "":
-		e = apierror.New(apierror.ErrForbidden, "%s is forbidden: %v", gr.String(), err)
-	default:
-		e = apierror.New(apierror.ErrForbidden, "%s %q is forbidden: %v", gr.String(), name, err)
-	}
-	return e.WithDetails(gr.Group, gr.Resource, name)
+	return apierror.Forbidden(gr.Group, gr.Resource, name, err.Error())
 }
