@@ -77,7 +77,7 @@ func newAuth(paths *bootstrap.Paths, static map[string]bootstrap.Identity, addr 
 // ServiceAccount tokens. Every authenticated user is in system:authenticated.
 func (a *auth) authenticate(ctx context.Context, token string) (server.Identity, bool) {
 	if id, ok := a.static[token]; ok {
-		return authenticated(authorizer.User{Name: id.User, UID: id.UID, Groups: slices.Clone(id.Groups)}), true
+		return staticUser(id), true
 	}
 	if u, ok := a.cache.get(token, time.Now()); ok {
 		return u, true
@@ -132,6 +132,11 @@ func (c *tokenCache) put(token string, u authorizer.User, now time.Time) {
 	c.m[token] = cachedUser{u: u, expires: now.Add(tokenTTL)}
 }
 
+// staticUser is the user of a token file identity.
+func staticUser(id bootstrap.Identity) authorizer.User {
+	return authenticated(authorizer.User{Name: id.User, UID: id.UID, Groups: slices.Clone(id.Groups)})
+}
+
 func authenticated(u authorizer.User) authorizer.User {
 	if !slices.Contains(u.Groups, authorizer.AllAuthenticated) {
 		u.Groups = append(u.Groups, authorizer.AllAuthenticated)
@@ -149,8 +154,7 @@ func (a *auth) review(ctx context.Context, token string, audiences []string) (*s
 		if !ok {
 			return nil, false, nil
 		}
-		u := authenticated(authorizer.User{Name: id.User, UID: id.UID, Groups: slices.Clone(id.Groups)})
-		return &serviceaccount.Response{User: serviceaccount.User(u)}, true, nil
+		return &serviceaccount.Response{User: serviceaccount.User(staticUser(id))}, true, nil
 	})(ctx, token, audiences)
 }
 
