@@ -51,21 +51,17 @@ type Access struct {
 	bindings snapshot
 }
 
-// snapshot holds the bindings as RBAC walks them on every request, rebuilt only after one
-// changed: listing them from the caches each time would copy every binding per request.
+// snapshot holds the bindings indexed by subject as RBAC reads them on every request,
+// rebuilt only after one changed: listing them from the caches each time would copy every
+// binding per request, and walking them all would cost each request a look at every one.
 type snapshot struct {
 	dirty atomic.Bool
 	mu    sync.Mutex
-	cur   atomic.Pointer[bindingSet]
-}
-
-type bindingSet struct {
-	cluster    []*rbacv1.ClusterRoleBinding
-	namespaced map[string][]*rbacv1.RoleBinding
+	cur   atomic.Pointer[rbac.BindingIndex]
 }
 
 // get returns the current bindings, rebuilding them first if one changed since.
-func (s *snapshot) get(a *Access) *bindingSet {
+func (s *snapshot) get(a *Access) *rbac.BindingIndex {
 	if !s.dirty.Load() {
 		if cur := s.cur.Load(); cur != nil {
 			return cur
@@ -78,14 +74,11 @@ func (s *snapshot) get(a *Access) *bindingSet {
 	}
 	// Cleared before reading, so a change made while rebuilding marks it again.
 	s.dirty.Store(false)
-	set := &bindingSet{namespaced: map[string][]*rbacv1.RoleBinding{}}
-	set.cluster, _ = a.clusterRoleBindings.List(nil)
+	crbs, _ := a.clusterRoleBindings.List(nil)
 	rbs, _ := a.roleBindings.List(nil)
-	for _, rb := range rbs {
-		set.namespaced[rb.Namespace] = append(set.namespaced[rb.Namespace], rb)
-	}
-	s.cur.Store(set)
-	return set
+	x := rbac.NewBindingIndex(crbs, rbs)
+	s.cur.Store(x)
+	return x
 }
 
 // New builds the caches and the chain; it starts nothing.
@@ -114,7 +107,7 @@ func New(cfg Config) *Access {
 	a.secrets = informer.NewLister[*corev1.Secret](f.For("secrets", nil).Store())
 	a.nodes = informer.NewLister[*corev1.Node](f.Nodes().Store())
 	l := listers{a}
-	a.rbac = rbac.New(l, l, l, l)
+	a.rbac = rbac.New(l, l, l)
 	a.node = node.New(graph{a}, cfg.NodeRules)
 	chain, err := authorizer.NewChain(
 		authorizer.Named{Name: "privileged", Authorizer: authorizer.PrivilegedGroups{authorizer.SystemPrivilegedGroup}},
@@ -177,8 +170,8 @@ func (l listers) GetRole(ns, name string) (*rbacv1.Role, error) {
 	return r, notFound("role", name, err)
 }
 
-func (l listers) ListRoleBindings(ns string) ([]*rbacv1.RoleBinding, error) {
-	return l.a.bindings.get(l.a).namespaced[ns], nil
+func (l listers) RoleBindingsFor(u authorizer.User, ns string) ([]*rbacv1.RoleBinding, error) {
+	return l.a.bindings.get(l.a).RoleBindingsFor(u, ns)
 }
 
 func (l listers) GetClusterRole(name string) (*rbacv1.ClusterRole, error) {
@@ -186,8 +179,8 @@ func (l listers) GetClusterRole(name string) (*rbacv1.ClusterRole, error) {
 	return r, notFound("clusterrole", name, err)
 }
 
-func (l listers) ListClusterRoleBindings() ([]*rbacv1.ClusterRoleBinding, error) {
-	return l.a.bindings.get(l.a).cluster, nil
+func (l listers) ClusterRoleBindingsFor(u authorizer.User) ([]*rbacv1.ClusterRoleBinding, error) {
+	return l.a.bindings.get(l.a).ClusterRoleBindingsFor(u)
 }
 
 // graph is the Node authorizer's view of pods and volumes.

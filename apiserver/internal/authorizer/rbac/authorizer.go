@@ -16,9 +16,9 @@ type Authorizer struct {
 	resolver *Resolver
 }
 
-// New builds the RBAC authorizer over the four listers.
-func New(roles RoleGetter, roleBindings RoleBindingLister, clusterRoles ClusterRoleGetter, clusterRoleBindings ClusterRoleBindingLister) *Authorizer {
-	return &Authorizer{resolver: NewResolver(roles, roleBindings, clusterRoles, clusterRoleBindings)}
+// New builds the RBAC authorizer over the getters and the binding lister.
+func New(roles RoleGetter, clusterRoles ClusterRoleGetter, bindings BindingLister) *Authorizer {
+	return &Authorizer{resolver: NewResolver(roles, clusterRoles, bindings)}
 }
 
 // Resolver is where the authorizer finds rules, for the escalation checks.

@@ -14,33 +14,31 @@ type RoleGetter interface {
 	GetRole(namespace, name string) (*rbacv1.Role, error)
 }
 
-// RoleBindingLister lists the RoleBindings of a namespace.
-type RoleBindingLister interface {
-	ListRoleBindings(namespace string) ([]*rbacv1.RoleBinding, error)
-}
-
 // ClusterRoleGetter finds a ClusterRole; a missing one is an error.
 type ClusterRoleGetter interface {
 	GetClusterRole(name string) (*rbacv1.ClusterRole, error)
 }
 
-// ClusterRoleBindingLister lists every ClusterRoleBinding.
-type ClusterRoleBindingLister interface {
-	ListClusterRoleBindings() ([]*rbacv1.ClusterRoleBinding, error)
+// BindingLister finds the bindings that may apply to a user: every ClusterRoleBinding, or
+// every RoleBinding of a namespace, that names the user, one of its groups or its service
+// account, in the order they are listed, and possibly others (the resolver checks each).
+// BindingIndex is one.
+type BindingLister interface {
+	ClusterRoleBindingsFor(u authorizer.User) ([]*rbacv1.ClusterRoleBinding, error)
+	RoleBindingsFor(u authorizer.User, namespace string) ([]*rbacv1.RoleBinding, error)
 }
 
 // Resolver finds the rules that apply to a user, from the bindings that name the user,
 // one of its groups or its service account.
 type Resolver struct {
-	roles               RoleGetter
-	roleBindings        RoleBindingLister
-	clusterRoles        ClusterRoleGetter
-	clusterRoleBindings ClusterRoleBindingLister
+	roles        RoleGetter
+	clusterRoles ClusterRoleGetter
+	bindings     BindingLister
 }
 
-// NewResolver reads policy through the four listers.
-func NewResolver(roles RoleGetter, roleBindings RoleBindingLister, clusterRoles ClusterRoleGetter, clusterRoleBindings ClusterRoleBindingLister) *Resolver {
-	return &Resolver{roles: roles, roleBindings: roleBindings, clusterRoles: clusterRoles, clusterRoleBindings: clusterRoleBindings}
+// NewResolver reads policy through the getters and the binding lister.
+func NewResolver(roles RoleGetter, clusterRoles ClusterRoleGetter, bindings BindingLister) *Resolver {
+	return &Resolver{roles: roles, clusterRoles: clusterRoles, bindings: bindings}
 }
 
 // Visitor is called with each rule that applies and where it comes from, or with an error
@@ -52,7 +50,7 @@ type Visitor func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool
 // A binding whose role cannot be found contributes an error and no rules, and the visit
 // goes on: policy is purely additive, so what was found still holds.
 func (r *Resolver) VisitRulesFor(u authorizer.User, namespace string, visit Visitor) {
-	crbs, err := r.clusterRoleBindings.ListClusterRoleBindings()
+	crbs, err := r.bindings.ClusterRoleBindingsFor(u)
 	if err != nil {
 		if !visit(nil, nil, err) {
 			return
@@ -81,7 +79,7 @@ func (r *Resolver) VisitRulesFor(u authorizer.User, namespace string, visit Visi
 	if namespace == "" {
 		return
 	}
-	rbs, err := r.roleBindings.ListRoleBindings(namespace)
+	rbs, err := r.bindings.RoleBindingsFor(u, namespace)
 	if err != nil {
 		visit(nil, nil, err)
 		return

@@ -10,32 +10,26 @@ import (
 // anything that has its roles and bindings at hand. Its not-found errors read as an
 // informer lister's do (role.rbac.authorization.k8s.io "x" not found).
 type Static struct {
-	roles               map[[2]string]*rbacv1.Role
-	roleBindings        map[string][]*rbacv1.RoleBinding
-	clusterRoles        map[string]*rbacv1.ClusterRole
-	clusterRoleBindings []*rbacv1.ClusterRoleBinding
+	*BindingIndex
+	roles        map[[2]string]*rbacv1.Role
+	clusterRoles map[string]*rbacv1.ClusterRole
 }
 
 var (
-	_ RoleGetter               = (*Static)(nil)
-	_ RoleBindingLister        = (*Static)(nil)
-	_ ClusterRoleGetter        = (*Static)(nil)
-	_ ClusterRoleBindingLister = (*Static)(nil)
+	_ RoleGetter        = (*Static)(nil)
+	_ ClusterRoleGetter = (*Static)(nil)
+	_ BindingLister     = (*Static)(nil)
 )
 
 // NewStatic indexes the given policy.
 func NewStatic(roles []*rbacv1.Role, roleBindings []*rbacv1.RoleBinding, clusterRoles []*rbacv1.ClusterRole, clusterRoleBindings []*rbacv1.ClusterRoleBinding) *Static {
 	s := &Static{
-		roles:               make(map[[2]string]*rbacv1.Role, len(roles)),
-		roleBindings:        map[string][]*rbacv1.RoleBinding{},
-		clusterRoles:        make(map[string]*rbacv1.ClusterRole, len(clusterRoles)),
-		clusterRoleBindings: clusterRoleBindings,
+		BindingIndex: NewBindingIndex(clusterRoleBindings, roleBindings),
+		roles:        make(map[[2]string]*rbacv1.Role, len(roles)),
+		clusterRoles: make(map[string]*rbacv1.ClusterRole, len(clusterRoles)),
 	}
 	for _, r := range roles {
 		s.roles[[2]string{r.Namespace, r.Name}] = r
-	}
-	for _, b := range roleBindings {
-		s.roleBindings[b.Namespace] = append(s.roleBindings[b.Namespace], b)
 	}
 	for _, r := range clusterRoles {
 		s.clusterRoles[r.Name] = r
@@ -44,7 +38,7 @@ func NewStatic(roles []*rbacv1.Role, roleBindings []*rbacv1.RoleBinding, cluster
 }
 
 // NewAuthorizer is the RBAC authorizer over s.
-func (s *Static) NewAuthorizer() *Authorizer { return New(s, s, s, s) }
+func (s *Static) NewAuthorizer() *Authorizer { return New(s, s, s) }
 
 // GetRole implements RoleGetter.
 func (s *Static) GetRole(namespace, name string) (*rbacv1.Role, error) {
@@ -54,20 +48,10 @@ func (s *Static) GetRole(namespace, name string) (*rbacv1.Role, error) {
 	return nil, apierror.NotFound(rbacv1.GroupName, "role", name)
 }
 
-// ListRoleBindings implements RoleBindingLister.
-func (s *Static) ListRoleBindings(namespace string) ([]*rbacv1.RoleBinding, error) {
-	return s.roleBindings[namespace], nil
-}
-
 // GetClusterRole implements ClusterRoleGetter.
 func (s *Static) GetClusterRole(name string) (*rbacv1.ClusterRole, error) {
 	if r, ok := s.clusterRoles[name]; ok {
 		return r, nil
 	}
 	return nil, apierror.NotFound(rbacv1.GroupName, "clusterrole", name)
-}
-
-// ListClusterRoleBindings implements ClusterRoleBindingLister.
-func (s *Static) ListClusterRoleBindings() ([]*rbacv1.ClusterRoleBinding, error) {
-	return s.clusterRoleBindings, nil
 }
