@@ -34,6 +34,8 @@ type Config struct {
 type Access struct {
 	factory *informer.Factory
 	rbac    *rbac.Authorizer
+	// decisions caches RBAC's decisions until a role or binding changes.
+	decisions *rbac.DecisionCache
 	node    *node.Authorizer
 	chain   authorizer.Chain
 
@@ -88,15 +90,18 @@ func New(cfg Config) *Access {
 	}
 	f := informer.NewFactory(cfg.Source, informer.FactoryConfig{Watch: true, Logger: cfg.Logger})
 	a := &Access{factory: f}
-	a.roles = informer.NewLister[*rbacv1.Role](f.For("roles", nil).Store())
+	rInf := f.For("roles", nil)
+	a.roles = informer.NewLister[*rbacv1.Role](rInf.Store())
 	rbInf := f.For("rolebindings", nil)
 	a.roleBindings = informer.NewLister[*rbacv1.RoleBinding](rbInf.Store())
-	a.clusterRoles = informer.NewLister[*rbacv1.ClusterRole](f.For("clusterroles", nil).Store())
+	crInf := f.For("clusterroles", nil)
+	a.clusterRoles = informer.NewLister[*rbacv1.ClusterRole](crInf.Store())
 	crbInf := f.For("clusterrolebindings", nil)
 	a.clusterRoleBindings = informer.NewLister[*rbacv1.ClusterRoleBinding](crbInf.Store())
 	a.bindings.dirty.Store(true)
-	changed := func(runtime.Object) { a.bindings.dirty.Store(true) }
-	for _, inf := range []*informer.Informer{rbInf, crbInf} {
+	bindingChanged := func(runtime.Object) { a.bindings.dirty.Store(true); a.decisions.Invalidate() }
+	roleChanged := func(runtime.Object) { a.decisions.Invalidate() }
+	for inf, changed := range map[*informer.Informer]func(runtime.Object){rbInf: bindingChanged, crbInf: bindingChanged, rInf: roleChanged, crInf: roleChanged} {
 		inf.AddEventHandler(informer.HandlerFuncs{AddFunc: changed, DeleteFunc: changed,
 			UpdateFunc: func(_, obj runtime.Object) { changed(obj) }})
 	}
@@ -108,11 +113,12 @@ func New(cfg Config) *Access {
 	a.nodes = informer.NewLister[*corev1.Node](f.Nodes().Store())
 	l := listers{a}
 	a.rbac = rbac.New(l, l, l)
+	a.decisions = rbac.NewDecisionCache(a.rbac)
 	a.node = node.New(graph{a}, cfg.NodeRules)
 	chain, err := authorizer.NewChain(
 		authorizer.Named{Name: "privileged", Authorizer: authorizer.PrivilegedGroups{authorizer.SystemPrivilegedGroup}},
 		authorizer.Named{Name: "node", Authorizer: a.node},
-		authorizer.Named{Name: "rbac", Authorizer: a.rbac},
+		authorizer.Named{Name: "rbac", Authorizer: a.decisions},
 	)
 	if err != nil {
 		panic(err) // the names above are fixed and distinct

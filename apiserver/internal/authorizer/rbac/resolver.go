@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"fmt"
+	"strconv"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -180,9 +181,9 @@ func describeSubject(s *rbacv1.Subject, bindingNamespace string) string {
 		if s.Namespace != "" {
 			ns = s.Namespace
 		}
-		return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+ns)
+		return s.Kind + " " + strconv.Quote(s.Name+"/"+ns)
 	}
-	return fmt.Sprintf("%s %q", s.Kind, s.Name)
+	return s.Kind + " " + strconv.Quote(s.Name)
 }
 
 type clusterRoleBindingSource struct {
@@ -191,7 +192,9 @@ type clusterRoleBindingSource struct {
 }
 
 func (d clusterRoleBindingSource) String() string {
-	return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s", d.binding.Name, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, ""))
+	// Concatenated rather than formatted: every allowed request builds one.
+	return "ClusterRoleBinding " + strconv.Quote(d.binding.Name) + " of " + d.binding.RoleRef.Kind + " " +
+		strconv.Quote(d.binding.RoleRef.Name) + " to " + describeSubject(d.subject, "")
 }
 
 type roleBindingSource struct {
@@ -200,5 +203,6 @@ type roleBindingSource struct {
 }
 
 func (d roleBindingSource) String() string {
-	return fmt.Sprintf("RoleBinding %q of %s %q to %s", d.binding.Name+"/"+d.binding.Namespace, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, d.binding.Namespace))
+	return "RoleBinding " + strconv.Quote(d.binding.Name+"/"+d.binding.Namespace) + " of " + d.binding.RoleRef.Kind + " " +
+		strconv.Quote(d.binding.RoleRef.Name) + " to " + describeSubject(d.subject, d.binding.Namespace)
 }
