@@ -70,7 +70,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				// namespaces one has access to.
 				rule(read...).groups(legacyGroup).resources("namespaces").rule(),
 				rule(read...).groups(discoveryGroup).resources("endpointslices").rule(),
-				rule(read...).groups(appsGroup).resources("deployments", "deployments/status", "deployments/scale",
+				rule(read...).groups(appsGroup).resources("controllerrevisions", "deployments", "deployments/status", "deployments/scale",
 					"replicasets", "replicasets/status", "replicasets/scale").rule(),
 				rule(read...).groups(autoscalingGroup).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status").rule(),
 				rule(read...).groups(batchGroup).resources("jobs", "jobs/status").rule(),

@@ -6,6 +6,7 @@ import (
 	fuzz "github.com/google/gofuzz"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -72,6 +73,17 @@ func FuzzTypedValidate(f *testing.F) {
 				if c.RandBool() {
 					r.Not = &serverlessv1.ChoiceRule{}
 					leaf(r.Not)
+				}
+			},
+			func(e *runtime.RawExtension, c fuzz.Continue) {
+				// ControllerRevision data: an object, nothing, or text that is not JSON.
+				switch c.Intn(3) {
+				case 0:
+					e.Raw = []byte(`{"spec":{"template":{"$patch":"replace"}}}`)
+				case 1:
+					e.Raw = nil
+				default:
+					e.Raw = []byte(c.RandString())
 				}
 			},
 			func(j *serverlessv1.JSON, c fuzz.Continue) {

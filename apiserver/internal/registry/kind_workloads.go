@@ -26,6 +26,13 @@ var _ = register(Kind[*appsv1.ReplicaSet]{
 	Table:      tables.ReplicaSet,
 })
 
+// ControllerRevisions hold the templates DaemonSets and StatefulSets have had, for rollbacks.
+var _ = register(Kind[*appsv1.ControllerRevision]{
+	Resource:   served("controllerrevisions"),
+	Validation: validation.ControllerRevision,
+	Table:      tables.ControllerRevision,
+})
+
 // Jobs keep their generated selector through an update that leaves it out, and, in
 // batch/v1, orphan their pods unless the delete says otherwise, as Kubernetes keeps for
 // compatibility (kubectl asks for Background).

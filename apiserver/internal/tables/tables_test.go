@@ -150,6 +150,13 @@ func TestKindCells(t *testing.T) {
 		{"ingress catch all", Ingress, &networkingv1.Ingress{ObjectMeta: objMeta("all")}, []any{"all", "<none>", "*", "", "80", "3h"}},
 		{"lease", Lease, &coordinationv1.Lease{ObjectMeta: objMeta("n1"), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("n1")}},
 			[]any{"n1", "n1", "3h"}},
+		{"controller revision", ControllerRevision, &appsv1.ControllerRevision{ObjectMeta: func() metav1.ObjectMeta {
+			m := objMeta("agent-5d4b8")
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: ptr(true)}}
+			return m
+		}(), Revision: 2}, []any{"agent-5d4b8", "daemonset.apps/agent", int64(2), "3h"}},
+		{"controller revision without controller", ControllerRevision, &appsv1.ControllerRevision{ObjectMeta: objMeta("r"), Revision: 1},
+			[]any{"r", "<none>", int64(1), "3h"}},
 		{"function", Function, &serverlessv1.Function{ObjectMeta: objMeta("hello"),
 			Status: serverlessv1.FunctionStatus{Phase: "Ready", Version: 3, DesiredReplicas: 2, Replicas: 3, ReadyReplicas: 1,
 				LastCallTime: ptr(ago(90 * time.Second)), Image: "minik8s-fn/default.hello:v3"}},

@@ -14,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
@@ -428,4 +429,24 @@ func shortDuration(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	return duration.HumanDuration(d)
+}
+
+// ControllerRevision is how kubectl get shows ControllerRevisions: the controller as
+// <kind>.<group>/<name>, as upstream.
+var ControllerRevision = NewPrinter(controllerRevisionColumns, controllerRevisionRow)
+
+var controllerRevisionColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Controller", Type: "string", Description: "Controller of the object"},
+	{Name: "Revision", Type: "number", Description: appsv1.ControllerRevision{}.SwaggerDoc()["revision"]},
+	ageColumn,
+}
+
+func controllerRevisionRow(r *appsv1.ControllerRevision, now time.Time) metav1.TableRow {
+	controller := "<none>"
+	if ref := metav1.GetControllerOfNoCopy(r); ref != nil {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		controller = strings.ToLower(gv.WithKind(ref.Kind).GroupKind().String()) + "/" + ref.Name
+	}
+	return metav1.TableRow{Cells: []any{r.Name, controller, r.Revision, age(r.CreationTimestamp, now)}}
 }

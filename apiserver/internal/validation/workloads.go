@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -380,4 +382,32 @@ func validateScalingRules(r *autoscalingv2.HPAScalingRules, fldPath *field.Path)
 		}
 	}
 	return allErrs
+}
+
+// ControllerRevision is how ControllerRevisions are validated, as upstream: data is required
+// and never changes, and the revision is not negative.
+var ControllerRevision = Rules[*appsv1.ControllerRevision]{Spec: validateControllerRevision, Update: validateControllerRevisionUpdate}
+
+func validateControllerRevision(r *appsv1.ControllerRevision) field.ErrorList {
+	var allErrs field.ErrorList
+	if r.Data.Raw == nil && r.Data.Object == nil {
+		allErrs = append(allErrs, field.Required(field.NewPath("data"), "data is mandatory"))
+	}
+	return append(allErrs, nonNegative(field.NewPath("revision"), &r.Revision)...)
+}
+
+func validateControllerRevisionUpdate(newObj, oldObj *appsv1.ControllerRevision) field.ErrorList {
+	if !sameJSON(newObj.Data.Raw, oldObj.Data.Raw) {
+		return field.ErrorList{field.Invalid(field.NewPath("data"), "", "field is immutable")}
+	}
+	return nil
+}
+
+// sameJSON reports whether two JSON texts are the same once their spacing is left out.
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
