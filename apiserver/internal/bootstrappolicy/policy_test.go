@@ -168,12 +168,13 @@ func TestDefaultNonResourceURLs(t *testing.T) {
 
 // The aggregated roles reach every kind minik8s serves in a namespace, with Kubernetes'
 // exceptions: view never reads Secrets (nor Leases and RBAC, as upstream), edit never writes
-// Endpoints, EndpointSlices or RBAC, admin grants RBAC within the namespace.
+// Endpoints, EndpointSlices or RBAC, admin grants RBAC within the namespace, and
+// ControllerRevisions, which their controllers write, are only read.
 func TestAggregatedRolesCoverServedKinds(t *testing.T) {
 	roles := aggregated()
 	notViewed := map[string]bool{"secrets": true, "leases": true, "roles": true, "rolebindings": true}
-	notEdited := map[string]bool{"endpoints": true, "endpointslices": true, "roles": true, "rolebindings": true}
-	notAdministered := map[string]bool{"endpoints": true, "endpointslices": true}
+	notEdited := map[string]bool{"endpoints": true, "endpointslices": true, "roles": true, "rolebindings": true, "controllerrevisions": true}
+	notAdministered := map[string]bool{"endpoints": true, "endpointslices": true, "controllerrevisions": true}
 	for _, r := range scheme.Resources {
 		if !r.Namespaced {
 			continue
