@@ -192,6 +192,16 @@ func TestAuthorization(t *testing.T) {
 		}
 		return true
 	})
+
+	// An Audit-ID the client sends is the one answered and logged.
+	resp, _ = h.send("GET", "/api/v1/namespaces/"+ns+"/pods", nil, "Authorization", "Bearer "+testToken, "Audit-ID", "client-chosen-id")
+	if got := resp.Header.Get("Audit-Id"); got != "client-chosen-id" {
+		t.Fatalf("Audit-Id %q, want the client's", got)
+	}
+	h.eventually("the client's Audit-ID is in the audit log", func() bool {
+		_, ok := findEvent(t, auditPath, "client-chosen-id", audit.StageResponseComplete)
+		return ok
+	})
 }
 
 func findEvent(t *testing.T, path, id string, stage audit.Stage) (audit.Event, bool) {

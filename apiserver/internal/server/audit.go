@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -46,7 +47,7 @@ func (s *Server) audit(c *gin.Context) {
 	d := s.cfg.Audit.Policy.Evaluate(audit.Attributes{User: id.Name, Groups: id.Groups, Verb: a.Verb,
 		ResourceRequest: a.ResourceRequest, Path: a.Path, APIGroup: a.APIGroup, Namespace: a.Namespace,
 		Resource: a.Resource, Subresource: a.Subresource, Name: a.Name})
-	auditID := string(uuid.NewUUID())
+	auditID := requestAuditID(c.Request)
 	c.Header("Audit-Id", auditID)
 	if d.Level == audit.LevelNone {
 		c.Next()
@@ -87,6 +88,19 @@ func (s *Server) audit(c *gin.Context) {
 		w.started = func() { emit(audit.StageResponseStarted) }
 	}
 	c.Writer = w
+	defer func() {
+		// A handler that panics gets a Panic stage, as Kubernetes records it, and the
+		// recoverer outside answers 500.
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r) // a stream whose client went away
+			}
+			ev.ResponseStatus = &metav1.Status{Code: http.StatusInternalServerError, Status: metav1.StatusFailure,
+				Reason: metav1.StatusReasonInternalError, Message: fmt.Sprintf("APIServer panic'd: %v", r)}
+			emit(audit.StagePanic)
+			panic(r)
+		}
+	}()
 	c.Next()
 	if u, ok := IdentityFrom(c.Request.Context()); ok && u.Name != id.Name {
 		imp := userInfo(u)
@@ -111,6 +125,18 @@ func (s *Server) audit(c *gin.Context) {
 		ev.ResponseObject = slices.Clone(w.body.Bytes())
 	}
 	emit(audit.StageResponseComplete)
+}
+
+// maxAuditIDLength bounds an Audit-ID a client sends.
+const maxAuditIDLength = 128
+
+// requestAuditID is the client's Audit-ID when it sent one, as Kubernetes keeps it so that a
+// client can follow its request through the log, else a new UUID.
+func requestAuditID(r *http.Request) string {
+	if id := strings.TrimSpace(r.Header.Get("Audit-ID")); id != "" && len(id) <= maxAuditIDLength {
+		return id
+	}
+	return string(uuid.NewUUID())
 }
 
 func isWrite(verb string) bool {
