@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,6 +105,8 @@ var Resources = []*Resource{
 		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.ReplicaSet{} }, NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} }},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), Plural: "controllerrevisions", Singular: "controllerrevision", Namespaced: true,
 		DeleteCollection: true, New: func() runtime.Object { return &appsv1.ControllerRevision{} }, NewList: func() runtime.Object { return &appsv1.ControllerRevisionList{} }},
+	{GVK: schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"), Plural: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"},
+		DeleteCollection: true, New: func() runtime.Object { return &schedulingv1.PriorityClass{} }, NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} }},
 	{GVK: autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
 	{GVK: batchv1.SchemeGroupVersion.WithKind("Job"), Plural: "jobs", Singular: "job", Namespaced: true, Categories: []string{"all"},

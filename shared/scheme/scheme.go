@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ func init() {
 		networkingv1.AddToScheme,
 		policyv1.AddToScheme, // Eviction, the pods/eviction subresource's kind
 		rbacv1.AddToScheme,
+		schedulingv1.AddToScheme,
 		storagev1.AddToScheme,
 		serverlessv1.AddToScheme,
 	} {

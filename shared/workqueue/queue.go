@@ -30,6 +30,10 @@ type Config[T comparable] struct {
 	// Metrics, when set, observes the queue: what it reports per queue is what Kubernetes'
 	// workqueue metrics report (depth, adds, time queued, time processed, retries).
 	Metrics Metrics
+	// Less, when set, orders the items ready for Get: Get hands out an item that no other
+	// ready one is Less than, the earliest added among equals. An item's order must not
+	// change while it is queued. nil keeps the queue first in, first out.
+	Less func(a, b T) bool
 }
 
 // Metrics observes one queue. The queue calls it under its lock: it must be quick and must
@@ -63,6 +67,7 @@ type Queue[T comparable] struct {
 	drained *sync.Cond
 
 	queue        []T
+	ordered      *readyHeap[T] // the ready items instead of queue, with Config.Less
 	dirty        map[T]struct{}
 	processing   map[T]struct{}
 	shuttingDown bool
@@ -115,6 +120,9 @@ func New[T comparable](cfg Config[T]) *Queue[T] {
 	if q.metrics != nil {
 		q.addedAt, q.startedAt = map[T]time.Time{}, map[T]time.Time{}
 	}
+	if cfg.Less != nil {
+		q.ordered = &readyHeap[T]{less: cfg.Less}
+	}
 	q.ready = sync.NewCond(&q.mu)
 	q.drained = sync.NewCond(&q.mu)
 	return q
@@ -148,18 +156,43 @@ func (q *Queue[T]) addLocked(item T) {
 
 // push makes item ready for Get.
 func (q *Queue[T]) push(item T) {
-	q.queue = append(q.queue, item)
+	if q.ordered != nil {
+		q.ordered.seq++
+		heap.Push(q.ordered, readyItem[T]{item: item, seq: q.ordered.seq})
+	} else {
+		q.queue = append(q.queue, item)
+	}
 	if q.metrics != nil {
-		q.metrics.Depth(len(q.queue))
+		q.metrics.Depth(q.readyLen())
 	}
 	q.ready.Signal()
+}
+
+// readyLen is the number of items ready for Get; q.mu is held.
+func (q *Queue[T]) readyLen() int {
+	if q.ordered != nil {
+		return q.ordered.Len()
+	}
+	return len(q.queue)
+}
+
+// pop takes the next ready item; q.mu is held and one is ready.
+func (q *Queue[T]) pop() T {
+	if q.ordered != nil {
+		return heap.Pop(q.ordered).(readyItem[T]).item
+	}
+	item := q.queue[0]
+	var zero T
+	q.queue[0] = zero // let the GC have it
+	q.queue = q.queue[1:]
+	return item
 }
 
 // Len is the number of items ready for Get.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.queue)
+	return q.readyLen()
 }
 
 // Get blocks until an item is ready or the queue is shut down and empty; then shutdown is
@@ -168,22 +201,19 @@ func (q *Queue[T]) Len() int {
 func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.queue) == 0 && !q.shuttingDown {
+	for q.readyLen() == 0 && !q.shuttingDown {
 		q.ready.Wait()
 	}
-	if len(q.queue) == 0 {
+	if q.readyLen() == 0 {
 		var zero T
 		return zero, true
 	}
-	item = q.queue[0]
-	var zero T
-	q.queue[0] = zero // let the GC have it
-	q.queue = q.queue[1:]
+	item = q.pop()
 	q.processing[item] = struct{}{}
 	delete(q.dirty, item)
 	if q.metrics != nil {
 		now := q.clock.Now()
-		q.metrics.Depth(len(q.queue))
+		q.metrics.Depth(q.readyLen())
 		q.metrics.Queued(now.Sub(q.addedAt[item]))
 		delete(q.addedAt, item)
 		q.startedAt[item] = now
@@ -374,4 +404,37 @@ func (h *waitHeap[T]) Pop() any {
 	old[n-1] = nil
 	*h = old[:n-1]
 	return e
+}
+
+// readyHeap holds ready items by Config.Less, then by the order they were added.
+type readyHeap[T comparable] struct {
+	items []readyItem[T]
+	less  func(a, b T) bool
+	seq   uint64
+}
+
+type readyItem[T comparable] struct {
+	item T
+	seq  uint64
+}
+
+func (h *readyHeap[T]) Len() int { return len(h.items) }
+func (h *readyHeap[T]) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	if h.less(a.item, b.item) {
+		return true
+	}
+	if h.less(b.item, a.item) {
+		return false
+	}
+	return a.seq < b.seq
+}
+func (h *readyHeap[T]) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *readyHeap[T]) Push(x any)    { h.items = append(h.items, x.(readyItem[T])) }
+func (h *readyHeap[T]) Pop() any {
+	n := len(h.items) - 1
+	x := h.items[n]
+	h.items[n] = readyItem[T]{}
+	h.items = h.items[:n]
+	return x
 }

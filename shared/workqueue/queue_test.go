@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -349,5 +350,34 @@ func TestContains(t *testing.T) {
 	q.AddAfter("b", time.Minute)
 	if !q.Contains("b") {
 		t.Fatal("delayed item not contained")
+	}
+}
+
+func TestLessOrdersReadyItems(t *testing.T) {
+	prio := map[string]int{"low": 0, "high": 10, "mid": 5, "high2": 10, "low2": 0}
+	q := New(Config[string]{Less: func(a, b string) bool { return prio[a] > prio[b] }})
+	defer q.ShutDown()
+	for _, k := range []string{"low", "high", "mid", "low2", "high2"} {
+		q.Add(k)
+	}
+	q.Add("high") // already queued: no second copy
+	var got []string
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		got = append(got, k)
+		q.Done(k)
+	}
+	want := []string{"high", "high2", "mid", "low", "low2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	// An item added while it is processed comes back after Done, in its place.
+	q.Add("low")
+	k, _ := q.Get()
+	q.Add("mid")
+	q.Add(k)
+	q.Done(k)
+	if first, _ := q.Get(); first != "mid" {
+		t.Errorf("first %s, want mid", first)
 	}
 }

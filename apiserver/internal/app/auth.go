@@ -235,6 +235,17 @@ func ensurePolicy(ctx context.Context, reg *registry.Registry) error {
 			}
 		}
 	}
+	// The system PriorityClasses, re-created if deleted; never changed (their values cannot).
+	for _, want := range registry.SystemPriorityClasses() {
+		if err := reconcileOne(ctx, reg, "priorityclasses", "", want.Name, func(cur runtime.Object) (runtime.Object, bootstrappolicy.Operation) {
+			if cur != nil {
+				return nil, bootstrappolicy.OpNone
+			}
+			return want, bootstrappolicy.OpCreate
+		}); err != nil {
+			return err
+		}
+	}
 	for ns, bindings := range bootstrappolicy.NamespaceRoleBindings() {
 		for _, want := range bindings {
 			if err := reconcileOne(ctx, reg, "rolebindings", ns, want.Name, func(cur runtime.Object) (runtime.Object, bootstrappolicy.Operation) {

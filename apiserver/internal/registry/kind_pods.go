@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -16,12 +18,20 @@ var _ = register(Kind[*corev1.Pod]{
 	Resource:         served("pods"),
 	PrepareForCreate: preparePod,
 	Default:          defaults.Pod,
-	Admit:            admitServiceAccount,
+	Admit:            admitPod,
 	Validation:       validation.Pod,
 	Fields:           podFields,
 	Table:            tables.Pod,
 	GracePeriod:      podGracePeriod,
 })
+
+// admitPod is the pod's admission on create: its service account, then its priority.
+func admitPod(ctx context.Context, r *Registry, pod *corev1.Pod) error {
+	if err := admitServiceAccount(ctx, r, pod); err != nil {
+		return err
+	}
+	return admitPodPriority(ctx, r, pod)
+}
 
 // preparePod also runs the pod as its namespace's default service account unless it names
 // one, as Kubernetes' ServiceAccount admission does on create; both spellings of the field are

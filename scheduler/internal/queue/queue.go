@@ -19,6 +19,11 @@ type Queue struct {
 	q       *workqueue.Queue[string]
 	limiter *workqueue.ItemExponential[string]
 
+	// priorities holds the pods' priorities (key -> int32), which order the pods ready to be
+	// tried: higher first, as Kubernetes' scheduling queue takes them. A pod's priority never
+	// changes once set at admission.
+	priorities sync.Map
+
 	mu sync.Mutex
 	// waiting are the pods that fit nowhere at their last attempt and sit out their back-off.
 	waiting map[string]struct{}
@@ -33,11 +38,26 @@ func New(clk clock.Clock, initial, maxBackoff time.Duration, m workqueue.Metrics
 		maxBackoff = DefaultMaxBackoff
 	}
 	limiter := workqueue.NewItemExponential[string](initial, maxBackoff)
-	return &Queue{
-		q:       workqueue.New(workqueue.Config[string]{Clock: clk, RateLimiter: limiter, Metrics: m}),
-		limiter: limiter,
-		waiting: map[string]struct{}{},
+	q := &Queue{limiter: limiter, waiting: map[string]struct{}{}}
+	q.q = workqueue.New(workqueue.Config[string]{Clock: clk, RateLimiter: limiter, Metrics: m,
+		Less: func(a, b string) bool { return q.priority(a) > q.priority(b) }})
+	return q
+}
+
+// SetPriority records key's priority before it is added; a key without one has priority 0.
+func (q *Queue) SetPriority(key string, priority int32) {
+	if priority == 0 {
+		q.priorities.Delete(key)
+		return
 	}
+	q.priorities.Store(key, priority)
+}
+
+func (q *Queue) priority(key string) int32 {
+	if p, ok := q.priorities.Load(key); ok {
+		return p.(int32)
+	}
+	return 0
 }
 
 // Add makes key active now: a new pending pod or one whose spec changed.
@@ -67,6 +87,7 @@ func (q *Queue) Forget(key string) {
 	delete(q.waiting, key)
 	q.mu.Unlock()
 	q.q.Forget(key)
+	q.priorities.Delete(key)
 }
 
 // Backoffs is how many failures key's back-off counts.

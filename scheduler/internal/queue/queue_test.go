@@ -85,3 +85,36 @@ func TestBackoffAndMove(t *testing.T) {
 		}
 	})
 }
+
+// Pods of higher priority are tried first, pods of equal priority in the order they came;
+// a pod retried after its back-off keeps its priority.
+func TestPriorityOrder(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	q := New(clk, time.Second, time.Minute, nil)
+	defer q.ShutDown()
+	for _, p := range []struct {
+		key      string
+		priority int32
+	}{{"ns/low", 0}, {"ns/critical", 2000000000}, {"ns/mid", 100}, {"ns/mid2", 100}, {"ns/negative", -5}} {
+		q.SetPriority(p.key, p.priority)
+		q.Add(p.key)
+	}
+	for _, want := range []string{"ns/critical", "ns/mid", "ns/mid2", "ns/low", "ns/negative"} {
+		get(t, q, want)
+	}
+
+	q.Add("ns/low")
+	get(t, q, "ns/low")
+	q.Unschedulable("ns/low")
+	q.SetPriority("ns/high", 500)
+	q.Add("ns/high")
+	clk.Step(2 * time.Second)
+	waitLen(t, q, 2)
+	get(t, q, "ns/high")
+	get(t, q, "ns/low")
+
+	q.Forget("ns/high")
+	if p := q.priority("ns/high"); p != 0 {
+		t.Errorf("a forgotten pod keeps priority %d", p)
+	}
+}

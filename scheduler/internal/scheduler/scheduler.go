@@ -358,6 +358,7 @@ func (s *Scheduler) Sweep(pods []*corev1.Pod) int {
 			continue
 		}
 		s.log.Warn("pending pod was in no queue; adding it again", "pod", key)
+		s.cfg.Queue.SetPriority(key, podPriority(pod))
 		s.cfg.Queue.Add(key)
 		n++
 	}
@@ -408,8 +409,17 @@ func (s *Scheduler) podChanged(pod *corev1.Pod, enqueue bool) {
 			s.cfg.Queue.MoveAllToActive()
 		}
 	case Responsible(pod) && enqueue:
+		s.cfg.Queue.SetPriority(key, podPriority(pod))
 		s.cfg.Queue.Add(key)
 	}
+}
+
+// podPriority is the priority admission gave the pod (0 without one).
+func podPriority(pod *corev1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
 }
 
 // NodeHandler keeps the cache in step with nodes and retries waiting pods when a node changes
