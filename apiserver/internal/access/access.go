@@ -36,8 +36,8 @@ type Access struct {
 	rbac    *rbac.Authorizer
 	// decisions caches RBAC's decisions until a role or binding changes.
 	decisions *rbac.DecisionCache
-	node    *node.Authorizer
-	chain   authorizer.Chain
+	node      *node.Authorizer
+	chain     authorizer.Chain
 
 	roles               informer.Lister[*rbacv1.Role]
 	roleBindings        informer.Lister[*rbacv1.RoleBinding]
