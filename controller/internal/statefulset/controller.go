@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -183,31 +184,45 @@ func (c *Controller) apply(ctx context.Context, set *appsv1.StatefulSet, plan Pl
 		c.log.Debug("waiting for pod", "key", set.Namespace+"/"+set.Name, "pod", plan.Waiting)
 	}
 	var errs []error
-	for _, ordinal := range plan.Create {
-		rev := current
-		if RevisionFor(set, ordinal, current.Name, update.Name) == update.Name {
-			rev = update
-		}
+	templates := map[string]*corev1.PodTemplateSpec{}
+	for _, rev := range []*appsv1.ControllerRevision{current, update} {
 		tmpl, err := TemplateOf(rev)
 		if err != nil {
 			return err
 		}
+		templates[rev.Name] = tmpl
+	}
+	create := func(ctx context.Context, ordinal int) error {
+		rev := RevisionFor(set, ordinal, current.Name, update.Name)
 		if err := c.ensureClaims(ctx, set, ordinal, nil); err != nil {
 			c.cfg.Recorder.Eventf(set, corev1.EventTypeWarning, EventFailedCreate, "create Claim for Pod %s in StatefulSet %s failed error: %v", PodName(set, ordinal), set.Name, err)
-			errs = append(errs, err)
-			continue
+			return err
 		}
-		pod := NewPod(set, tmpl, ordinal, rev.Name)
-		_, err = c.cfg.Pods.Create(ctx, pod, metav1.CreateOptions{})
+		pod := NewPod(set, templates[rev], ordinal, rev)
+		_, err := c.cfg.Pods.Create(ctx, pod, metav1.CreateOptions{})
 		switch {
 		case errors.Is(err, apierror.ErrAlreadyExists):
 			// The cache is behind: the pod is there.
 		case err != nil:
 			c.cfg.Recorder.Eventf(set, corev1.EventTypeWarning, EventFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", pod.Name, set.Name, err)
-			errs = append(errs, fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		default:
 			c.cfg.Recorder.Eventf(set, corev1.EventTypeNormal, EventSuccessfulCreate, "create Pod %s in StatefulSet %s successful", pod.Name, set.Name)
 		}
+		return nil
+	}
+	// Parallel pods are made in slow-start batches (1, 2, 4 ...) as upstream: a batch that
+	// fails stops the rest.
+	var mu sync.Mutex
+	next := 0
+	if _, _, err := reconcile.SlowStart(ctx, len(plan.Create), 1, reconcile.SlowStartParallel, func(ctx context.Context) error {
+		mu.Lock()
+		ordinal := plan.Create[next]
+		next++
+		mu.Unlock()
+		return create(ctx, ordinal)
+	}); err != nil {
+		errs = append(errs, err)
 	}
 	// The claims of pods kept get the set's references; those of condemned pods, their pod's.
 	for _, p := range pods {
