@@ -25,7 +25,8 @@ import (
 // TestStatefulSet runs the StatefulSet controller against a real apiserver and RabbitMQ:
 // pods made one at a time in ordinal order, each after its claim; a scale down and up
 // through the scale subresource that keeps and reuses the claims; a deleted pod back under
-// its name with its claim; and a rolling update held at a partition, then finished.
+// its name with its claim; a rolling update held at a partition, then finished; and
+// whenScaled Delete, whose claims go with their pods.
 func TestStatefulSet(t *testing.T) {
 	home, amqpURL, admin := startAPIServer(t)
 	sets := client.MustFor[*appsv1.StatefulSet, *appsv1.StatefulSetList](admin)
@@ -35,7 +36,7 @@ func TestStatefulSet(t *testing.T) {
 	stop := runControllerManager(t, Config{
 		Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
 		AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: "cm-statefulset",
-		Controllers:            []string{"statefulset"},
+		Controllers:            []string{"statefulset", "garbagecollector"},
 		NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
 		ShutdownTimeout: 20 * time.Second,
 	}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -248,5 +249,24 @@ func TestStatefulSet(t *testing.T) {
 		if owned != 2 {
 			t.Errorf("%d ControllerRevisions owned by the set, want 2", owned)
 		}
+	})
+	t.Run("whenScaled Delete removes the claims of pods scaled away", func(t *testing.T) {
+		if _, err := sets.Patch(t.Context(), ns, "web", types.MergePatchType,
+			[]byte(`{"spec":{"persistentVolumeClaimRetentionPolicy":{"whenScaled":"Delete"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		scale(t, 2)
+		waitUntil(t, "data-web-2 deleted with web-2, the others kept", func(ctx context.Context) (bool, error) {
+			if _, err := claims.Get(ctx, ns, "data-web-2", metav1.GetOptions{}); !errors.Is(err, apierror.ErrNotFound) {
+				return false, err
+			}
+			for _, name := range []string{"data-web-0", "data-web-1"} {
+				c, err := claims.Get(ctx, ns, name, metav1.GetOptions{})
+				if err != nil || c.DeletionTimestamp != nil || len(c.OwnerReferences) != 0 {
+					return false, fmt.Errorf("claim %s: %v %v", name, err, c)
+				}
+			}
+			return true, nil
+		})
 	})
 }
