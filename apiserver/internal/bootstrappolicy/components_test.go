@@ -63,6 +63,13 @@ func componentCases() map[string]componentCase {
 				// replicaset and job
 				{"create", "", "pods", ns, ""}, {"patch", "", "pods", ns, "p"}, {"delete", "", "pods", ns, "p"},
 				{"update", "apps", "replicasets/status", ns, "rs"}, {"update", "batch", "jobs/status", ns, "j"},
+				// statefulset
+				{"list", "apps", "statefulsets", "", ""}, {"get", "apps", "statefulsets", ns, "web"},
+				{"update", "apps", "statefulsets/status", ns, "web"}, {"list", "apps", "controllerrevisions", "", ""},
+				{"create", "apps", "controllerrevisions", ns, ""}, {"update", "apps", "controllerrevisions", ns, "web-1"},
+				{"patch", "apps", "controllerrevisions", ns, "web-1"}, {"delete", "apps", "controllerrevisions", ns, "web-1"},
+				{"create", "", "persistentvolumeclaims", ns, ""}, {"patch", "", "persistentvolumeclaims", ns, "data-web-0"},
+				{"delete", "", "persistentvolumeclaims", ns, "data-web-0"}, {"update", "apps", "statefulsets/scale", ns, "web"},
 				// ttl-after-finished
 				{"get", "batch", "jobs", ns, "j"}, {"delete", "batch", "jobs", ns, "j"},
 				// endpoint and endpointslice

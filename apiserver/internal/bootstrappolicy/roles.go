@@ -73,6 +73,15 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule("update").groups(appsGroup).resources("replicasets/status").rule(),
 		rule("create", "patch", "delete").groups(legacyGroup).resources("pods").rule(),
 
+		// statefulset: creates, patches (adoption, identity, labels) and deletes its pods and
+		// their claims (owner references from the retention policy); keeps its
+		// ControllerRevisions; writes StatefulSet status.
+		rule(cache...).groups(appsGroup).resources("statefulsets", "controllerrevisions").rule(),
+		rule("get").groups(appsGroup).resources("statefulsets").rule(),
+		rule("update").groups(appsGroup).resources("statefulsets/status").rule(),
+		rule("get", "create", "update", "patch", "delete").groups(appsGroup).resources("controllerrevisions").rule(),
+		rule("create", "patch", "delete").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
+
 		// job: creates and deletes its pods; writes Job status.
 		rule(cache...).groups(batchGroup).resources("jobs").rule(),
 		rule("update").groups(batchGroup).resources("jobs/status").rule(),

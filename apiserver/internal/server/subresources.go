@@ -136,7 +136,7 @@ func (s *Server) evict(c *gin.Context, t target) {
 	created(c)
 }
 
-// scaleOf renders the autoscaling/v1 Scale of a Deployment or ReplicaSet.
+// scaleOf renders the autoscaling/v1 Scale of a Deployment, ReplicaSet or StatefulSet.
 func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	var (
 		om       metav1.ObjectMeta
@@ -151,6 +151,11 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 			spec = *o.Spec.Replicas
 		}
 	case *appsv1.ReplicaSet:
+		om, status, selector = o.ObjectMeta, o.Status.Replicas, o.Spec.Selector
+		if o.Spec.Replicas != nil {
+			spec = *o.Spec.Replicas
+		}
+	case *appsv1.StatefulSet:
 		om, status, selector = o.ObjectMeta, o.Status.Replicas, o.Spec.Selector
 		if o.Spec.Replicas != nil {
 			spec = *o.Spec.Replicas
@@ -176,6 +181,8 @@ func setReplicas(obj runtime.Object, n int32) {
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &n
 	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &n
+	case *appsv1.StatefulSet:
 		o.Spec.Replicas = &n
 	}
 }

@@ -78,6 +78,7 @@ func main() {
 	fs.IntVar(&dcfg.Rounds, "deploy-rounds", dcfg.Rounds, "rounds of the deployments suite on its cluster, alternating which way goes first")
 	fs.BoolVar(&dcfg.Real, "deploy-real", dcfg.Real, "the deployments suite also measures -deploy-real-replicas real pods the same way on make up's cluster (which must run)")
 	fs.IntVar(&dcfg.RealReplicas, "deploy-real-replicas", dcfg.RealReplicas, "real pods per measurement in the deployments suite")
+	fs.StringVar(&dcfg.StatefulSet, "deploy-statefulset", "", "the deployments suite measures a StatefulSet of this pod management policy (Parallel or OrderedReady) in place of the Deployment")
 	fs.IntVar(&dcfg.ProfileWhole, "deploy-profile-whole", 0, "with -deploy-profile: profile this many seconds from each measurement's start instead of 1 s from its last pod created")
 	fs.StringVar(&dcfg.ProfileDir, "deploy-profile", "", "the deployments suite splits each hollow-node measurement by process (CPU, apiserver requests, syncs) and writes 1 s CPU profiles of the apiserver, scheduler and controller-manager from its last pod created to this directory")
 	fs.IntVar(&hcfg.Rounds, "hpa-rounds", hcfg.Rounds, "load-to-scale measurements of the hpa suite, each on a fresh Deployment")
@@ -118,6 +119,10 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "hpa", "serverless", "storm", "badrequests"}, which) {
 		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa, serverless, storm, badrequests or all\n", which)
+		os.Exit(2)
+	}
+	if !slices.Contains([]string{"", "Parallel", "OrderedReady"}, dcfg.StatefulSet) {
+		fmt.Fprintf(os.Stderr, "bench: -deploy-statefulset %q: want Parallel or OrderedReady\n", dcfg.StatefulSet)
 		os.Exit(2)
 	}
 	if scfg.Rounds < 1 {

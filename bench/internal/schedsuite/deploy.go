@@ -49,7 +49,10 @@ type DeployConfig struct {
 	// ProfileWhole, when positive, profiles that many seconds from each measurement's start
 	// instead.
 	ProfileWhole int
-	probe        *deployProbe
+	// StatefulSet, when set (Parallel or OrderedReady), measures a StatefulSet of that pod
+	// management policy in place of the Deployment.
+	StatefulSet string
+	probe       *deployProbe
 	// template makes the pods of a measurement (newPod when nil).
 	template func(name string) *corev1.Pod
 }
@@ -165,7 +168,7 @@ func RunDeployments(ctx context.Context, cfg DeployConfig, log *slog.Logger) (*D
 	}
 	defer sched.stop()
 	cm, err := startChild(dir, "controller-manager", filepath.Join(dir, "controller-manager"), append([]string{"--kubeconfig", kc("controller-manager"),
-		"--amqp-url", amqpURL, "--leader-elect=false", "--controllers", "deployment,replicaset"}, serveArgs("controller-manager")...)...)
+		"--amqp-url", amqpURL, "--leader-elect=false", "--controllers", "deployment,replicaset,statefulset"}, serveArgs("controller-manager")...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +247,11 @@ func deployRounds(ctx context.Context, api *mclient.Client, cfg DeployConfig, pr
 		}
 		deploy := func() error {
 			ns := fmt.Sprintf("%sdeploy-%d", prefix, i)
-			d, made, avail, cost, err := deployPods(ctx, api, cfg, ns)
+			measure := deployPods
+			if cfg.StatefulSet != "" {
+				measure = statefulSetPods
+			}
+			d, made, avail, cost, err := measure(ctx, api, cfg, ns)
 			r.Deployment, r.DeploymentCreated, r.DeploymentAvailable, r.DeploymentCost = d, made, avail, cost
 			if cfg.probe != nil {
 				cfg.probe.wait()
@@ -503,22 +510,22 @@ func (r *DeployReport) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "%d pods on %d hollow nodes (registered in %s), real scheduler and controller-manager; direct: %d clients creating pods.\n\n",
 		c.Replicas, c.Nodes, r.Register.Round(time.Millisecond), c.Clients)
-	printRounds(w, r.Rounds)
+	printRounds(w, c.workload(), r.Rounds)
 	printCosts(w, r.Rounds)
 	if len(r.RealRounds) > 0 {
 		fmt.Fprintf(w, "\n%d pods of %s on make up's cluster (nodes: %s), as make up runs it.\n\n", c.RealReplicas, c.RealImage, r.RealNode)
-		printRounds(w, r.RealRounds)
+		printRounds(w, c.workload(), r.RealRounds)
 	}
 }
 
-func printRounds(w io.Writer, rounds []DeployRound) {
-	fmt.Fprintln(w, "| Round | first | direct: all created | direct: all Ready | Deployment: all created | Deployment: all Ready | Deployment status: all available | ratio (all Ready) |")
+func printRounds(w io.Writer, kind string, rounds []DeployRound) {
+	fmt.Fprintf(w, "| Round | first | direct: all created | direct: all Ready | %[1]s: all created | %[1]s: all Ready | %[1]s status: all available | ratio (all Ready) |\n", kind)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	var ratios []float64
 	for i, rd := range rounds {
 		first := "direct"
 		if rd.DeploymentFirst {
-			first = "Deployment"
+			first = kind
 		}
 		ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %.2fx |\n", i+1, first, ms(rd.DirectCreated), ms(rd.Direct),
@@ -526,6 +533,6 @@ func printRounds(w io.Writer, rounds []DeployRound) {
 		ratios = append(ratios, rd.Ratio())
 	}
 	if len(ratios) > 0 {
-		fmt.Fprintf(w, "\nMedian ratio (Deployment over direct): %.2fx (goal ≤ 1.2x).\n", median(ratios))
+		fmt.Fprintf(w, "\nMedian ratio (%s over direct): %.2fx (goal ≤ 1.2x).\n", kind, median(ratios))
 	}
 }

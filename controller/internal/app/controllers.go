@@ -16,6 +16,7 @@ import (
 	"minik8s.io/controller/internal/podautoscaler"
 	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/controller/internal/rootcacert"
+	"minik8s.io/controller/internal/statefulset"
 	"minik8s.io/controller/internal/ttlafterfinished"
 	"minik8s.io/controller/internal/volume"
 	"minik8s.io/shared/run"
@@ -40,6 +41,7 @@ var controllers = []struct {
 	{"persistentvolume-binder", volume.Setup},
 	{"replicaset", replicaset.Setup},
 	{rootcacert.Name, rootcacert.Setup},
+	{"statefulset", statefulset.Setup},
 	{"ttl-after-finished", ttlafterfinished.Setup},
 }
 

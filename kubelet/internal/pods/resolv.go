@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/kubelet/internal/pods/dns"
+	"minik8s.io/kubelet/internal/pods/spec"
 )
 
 // writeResolvConf works out the pod's resolv.conf when its sandbox is made, as Kubernetes
@@ -54,6 +56,27 @@ func (m *Manager) writeResolvConf(pod *corev1.Pod) error {
 func (m *Manager) resolvConf(pod *corev1.Pod) string {
 	path := m.builder.ResolvConfPath(string(pod.UID))
 	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
+}
+
+// writeHosts keeps the pod's hosts file in its directory once its IP is known, for its
+// containers to mount at /etc/hosts, and returns its path ("" when it could not be written:
+// the containers keep the runtime's).
+func (m *Manager) writeHosts(pod *corev1.Pod, podIP string) string {
+	path := m.builder.HostsPath(string(pod.UID))
+	data := spec.HostsFile(pod, podIP, m.cfg.ClusterDomain)
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return path
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		m.log.Warn("writing the pod's hosts file", "pod", pod.Name, "err", err)
+		return ""
+	}
+	// Rewritten in place, not replaced: a running container's bind mount keeps the inode.
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		m.log.Warn("writing the pod's hosts file", "pod", pod.Name, "err", err)
 		return ""
 	}
 	return path

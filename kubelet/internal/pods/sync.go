@@ -258,6 +258,7 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 		}
 		return nil
 	}
+	env.Hosts = m.writeHosts(pod, env.PodIP)
 	volumes, err := m.builder.Volumes(ctx, pod, env)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "Unable to mount volumes for pod %s: %v", formatPod(pod), err)

@@ -56,6 +56,9 @@ type Env struct {
 	// ResolvConf is the host path of the pod's own resolv.conf (ResolvConfPath), mounted at
 	// /etc/resolv.conf; empty leaves the runtime's.
 	ResolvConf string
+	// Hosts is the host path of the pod's hosts file (HostsPath), mounted at /etc/hosts;
+	// empty leaves the runtime's.
+	Hosts string
 }
 
 // ResolvConfPath is where the pod's resolv.conf is kept when it has one of its own.
@@ -106,6 +109,9 @@ func (b Builder) Container(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	}
 	if env.ResolvConf != "" && !slices.ContainsFunc(mounts, func(m runtime.Mount) bool { return m.ContainerPath == resolvConfMount }) {
 		mounts = append(mounts, runtime.Mount{HostPath: env.ResolvConf, ContainerPath: resolvConfMount})
+	}
+	if env.Hosts != "" && !slices.ContainsFunc(mounts, func(m runtime.Mount) bool { return m.ContainerPath == hostsMount }) {
+		mounts = append(mounts, runtime.Mount{HostPath: env.Hosts, ContainerPath: hostsMount})
 	}
 	join := "container:" + sandboxID
 	return runtime.ContainerConfig{
