@@ -102,6 +102,8 @@ var Resources = []*Resource{
 		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} }},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), Plural: "replicasets", Singular: "replicaset", Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"},
 		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.ReplicaSet{} }, NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} }},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("DaemonSet"), Plural: "daemonsets", Singular: "daemonset", Namespaced: true, ShortNames: []string{"ds"}, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.DaemonSet{} }, NewList: func() runtime.Object { return &appsv1.DaemonSetList{} }},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), Plural: "controllerrevisions", Singular: "controllerrevision", Namespaced: true,
 		DeleteCollection: true, New: func() runtime.Object { return &appsv1.ControllerRevision{} }, NewList: func() runtime.Object { return &appsv1.ControllerRevisionList{} }},
 	{GVK: autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
