@@ -73,6 +73,12 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule("update").groups(appsGroup).resources("replicasets/status").rule(),
 		rule("create", "patch", "delete").groups(legacyGroup).resources("pods").rule(),
 
+		// daemonset: one pod per node (creates, adopts, deletes), a ControllerRevision per
+		// template; writes DaemonSet status.
+		rule(cache...).groups(appsGroup).resources("daemonsets", "controllerrevisions").rule(),
+		rule("update").groups(appsGroup).resources("daemonsets/status").rule(),
+		rule("get", "create", "update", "patch", "delete").groups(appsGroup).resources("controllerrevisions").rule(),
+
 		// job: creates and deletes its pods; writes Job status.
 		rule(cache...).groups(batchGroup).resources("jobs").rule(),
 		rule("update").groups(batchGroup).resources("jobs/status").rule(),
