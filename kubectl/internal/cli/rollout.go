@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -469,6 +470,13 @@ func newRolloutPauseResume(o *options, pause bool) *cobra.Command {
 		Use:   verb + " RESOURCE",
 		Short: map[bool]string{true: "Mark the provided resource as paused", false: "Resume a paused resource"}[pause],
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if t, ok, err := o.revisionArg(args); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				// As upstream: only Deployments pause.
+				return fmt.Errorf("%s.apps %q %sing is not supported", t.kind.plural, t.name, strings.TrimSuffix(verb, "e"))
+			}
 			ds, ns, name, err := o.deploymentArg(args)
 			if err != nil {
 				return err
