@@ -25,21 +25,47 @@ var Kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 // there, shouldContinue when one already there may stay. A node whose taint the pod does not
 // tolerate takes no new pod, but keeps one that tolerates its NoExecute taints.
 func ShouldRun(node *corev1.Node, ds *appsv1.DaemonSet) (shouldRun, shouldContinue bool) {
+	return newFit(ds).check(node)
+}
+
+// fit is what decides where ds's pods go, worked out once for all the nodes.
+type fit struct {
+	nodeName string
+	affinity nodeaffinity.RequiredNodeAffinity
+	tols     []corev1.Toleration
+}
+
+func newFit(ds *appsv1.DaemonSet) *fit {
 	t := &ds.Spec.Template.Spec
-	if t.NodeName != "" && t.NodeName != node.Name {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: t.NodeSelector, Affinity: t.Affinity}}
+	return &fit{nodeName: t.NodeName, affinity: nodeaffinity.GetRequiredNodeAffinity(pod), tols: withDaemonTolerations(t.Tolerations, t.HostNetwork)}
+}
+
+func (f *fit) check(node *corev1.Node) (shouldRun, shouldContinue bool) {
+	if f.nodeName != "" && f.nodeName != node.Name {
 		return false, false
 	}
-	pod := &corev1.Pod{Spec: *t.DeepCopy()}
-	pod.Spec.Tolerations = withDaemonTolerations(pod.Spec.Tolerations, t.HostNetwork)
-	fits, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
-	if err != nil || !fits {
+	if ok, err := f.affinity.Match(node); err != nil || !ok {
 		return false, false
 	}
-	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Logger{}, node.Spec.Taints, pod.Spec.Tolerations, scheduleOrExecute, false); untolerated {
-		_, evicts := corev1helpers.FindMatchingUntoleratedTaint(logr.Logger{}, node.Spec.Taints, pod.Spec.Tolerations, execute, false)
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Logger{}, node.Spec.Taints, f.tols, scheduleOrExecute, false); untolerated {
+		_, evicts := corev1helpers.FindMatchingUntoleratedTaint(logr.Logger{}, node.Spec.Taints, f.tols, execute, false)
 		return false, !evicts
 	}
 	return true, true
+}
+
+// fits are the checks of every node, by name.
+type fits map[string][2]bool
+
+func checkAll(ds *appsv1.DaemonSet, nodes []*corev1.Node) fits {
+	f := newFit(ds)
+	out := make(fits, len(nodes))
+	for _, n := range nodes {
+		run, keep := f.check(n)
+		out[n.Name] = [2]bool{run, keep}
+	}
+	return out
 }
 
 func scheduleOrExecute(t *corev1.Taint) bool {
@@ -169,22 +195,23 @@ func (d Decision) Empty() bool { return len(d.Create) == 0 && len(d.Delete) == 0
 // has none, none where it must not, one per node), and when placement has nothing to do, a
 // step of the rolling update.
 func Decide(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, now time.Time) Decision {
-	d := place(ds, nodes, byNode, hash)
+	f := checkAll(ds, nodes)
+	d := place(ds, nodes, f, byNode, hash)
 	if !d.Empty() || ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
 		return d
 	}
-	return rollingUpdate(ds, nodes, byNode, hash, now)
+	return rollingUpdate(ds, nodes, f, byNode, hash, now)
 }
 
 // place is upstream's manage: the pods to create and delete for placement alone.
-func place(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string) Decision {
+func place(ds *appsv1.DaemonSet, nodes []*corev1.Node, f fits, byNode map[string][]*corev1.Pod, hash string) Decision {
 	var d Decision
 	known := map[string]bool{}
 	surge := allowsSurge(ds)
 	for _, node := range sortedNodes(nodes) {
 		known[node.Name] = true
 		pods := byNode[node.Name]
-		run, keep := ShouldRun(node, ds)
+		run, keep := f[node.Name][0], f[node.Name][1]
 		switch {
 		case run && len(live(pods)) == 0:
 			d.Create = append(d.Create, node.Name)
@@ -268,11 +295,11 @@ func phaseRank(p corev1.PodPhase) int {
 // unavailable) so placement makes new ones; with surge, start new pods beside old ones (up to
 // maxSurge at a time, freely where the old one is unavailable) and delete an old pod once its
 // replacement is available.
-func rollingUpdate(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, now time.Time) Decision {
+func rollingUpdate(ds *appsv1.DaemonSet, nodes []*corev1.Node, f fits, byNode map[string][]*corev1.Pod, hash string, now time.Time) Decision {
 	desired := 0
 	runs := map[string]bool{}
 	for _, n := range nodes {
-		if run, _ := ShouldRun(n, ds); run {
+		if f[n.Name][0] {
 			desired++
 			runs[n.Name] = true
 		}
@@ -416,8 +443,9 @@ func Status(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*cor
 		CollisionCount:     ds.Status.CollisionCount,
 		Conditions:         ds.Status.Conditions,
 	}
+	f := checkAll(ds, nodes)
 	for _, node := range nodes {
-		run, _ := ShouldRun(node, ds)
+		run := f[node.Name][0]
 		pods := live(byNode[node.Name])
 		if !run {
 			if len(pods) > 0 {
