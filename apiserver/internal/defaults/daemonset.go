@@ -1,7 +1,10 @@
 package defaults
 
 import (
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -27,4 +30,37 @@ func DaemonSet(ds *appsv1.DaemonSet) {
 		ds.Spec.RevisionHistoryLimit = ptr(int32(10))
 	}
 	podSpec(&ds.Spec.Template.Spec, true)
+}
+
+// TemplateGenerationAnnotation counts a DaemonSet's templates, as apps/v1 shows the
+// generation its internal form keeps.
+const TemplateGenerationAnnotation = "deprecated.daemonset.template.generation"
+
+// PrepareDaemonSet sets what the server decides on a new DaemonSet: no status, and template
+// generation 1.
+func PrepareDaemonSet(ds *appsv1.DaemonSet) {
+	ds.Status = appsv1.DaemonSetStatus{}
+	setTemplateGeneration(ds, 1)
+}
+
+// KeepDaemonSetTemplateGeneration carries the template generation into an update, one more
+// when the template changes; what the client sent in the annotation does not count.
+func KeepDaemonSetTemplateGeneration(ds, old *appsv1.DaemonSet) {
+	gen, err := strconv.ParseInt(old.Annotations[TemplateGenerationAnnotation], 10, 64)
+	if err != nil || gen < 1 {
+		gen = 1
+	}
+	defaulted := ds.DeepCopy()
+	DaemonSet(defaulted)
+	if !equality.Semantic.DeepEqual(defaulted.Spec.Template, old.Spec.Template) {
+		gen++
+	}
+	setTemplateGeneration(ds, gen)
+}
+
+func setTemplateGeneration(ds *appsv1.DaemonSet, gen int64) {
+	if ds.Annotations == nil {
+		ds.Annotations = map[string]string{}
+	}
+	ds.Annotations[TemplateGenerationAnnotation] = strconv.FormatInt(gen, 10)
 }

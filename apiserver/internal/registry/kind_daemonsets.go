@@ -8,10 +8,13 @@ import (
 	"minik8s.io/apiserver/internal/validation"
 )
 
-// DaemonSets run one pod on each node that suits their template.
+// DaemonSets run one pod on each node that suits their template. The server counts their
+// templates in an annotation, as apps/v1 shows it.
 var _ = register(Kind[*appsv1.DaemonSet]{
-	Resource:   served("daemonsets"),
-	Default:    defaults.DaemonSet,
-	Validation: validation.DaemonSet,
-	Table:      tables.DaemonSet,
+	Resource:         served("daemonsets"),
+	PrepareForCreate: defaults.PrepareDaemonSet,
+	KeepOnUpdate:     defaults.KeepDaemonSetTemplateGeneration,
+	Default:          defaults.DaemonSet,
+	Validation:       validation.DaemonSet,
+	Table:            tables.DaemonSet,
 })
