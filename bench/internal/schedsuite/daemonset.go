@@ -74,7 +74,9 @@ func RunDaemonSets(ctx context.Context, cfg DaemonSetConfig, log *slog.Logger) (
 	}
 	defer dropVHost()
 	home := filepath.Join(dir, "home")
-	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: home, AMQPURL: amqpURL})
+	proc, err := cluster.Start(ctx, cluster.Options{Binary: cfg.APIServer, Home: home, AMQPURL: amqpURL,
+		// A thousand simulated nodes need more /24 blocks than 10.244.0.0/16 has.
+		ExtraArgs: []string{"--cluster-cidr", "100.64.0.0/10"}})
 	if err != nil {
 		return nil, err
 	}
