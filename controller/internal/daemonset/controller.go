@@ -105,7 +105,7 @@ func (c *Controller) podAdded(obj runtime.Object) {
 	}
 	if key := c.owner(pod); key != "" {
 		c.expectations.CreationObserved(key)
-		c.Add(key)
+		c.wake(key)
 		return
 	}
 	if metav1.GetControllerOfNoCopy(pod) == nil {
@@ -129,7 +129,13 @@ func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
 		c.Add(oldKey)
 	}
 	if key != "" {
-		c.Add(key)
+		if counts(old, pod) {
+			c.wake(key)
+		} else {
+			// Only readiness, status or the binding changed: the status follows after a pause
+			// that gathers the changes of many pods into one sync.
+			c.AddAfter(key, settleDelay)
+		}
 		return
 	}
 	if metav1.GetControllerOfNoCopy(pod) == nil {
@@ -146,8 +152,32 @@ func (c *Controller) podDeleted(obj runtime.Object) {
 	}
 	if key := c.owner(pod); key != "" {
 		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-		c.Add(key)
+		c.wake(key)
 	}
+}
+
+// settleDelay is how long a DaemonSet waits after a change that does not let it act (a pod's
+// readiness, a creation while others are still expected) before it syncs: a thousand pods
+// starting then cost a few syncs, not thousands.
+const settleDelay = 100 * time.Millisecond
+
+// wake queues key now when its expectations are met (the sync can act), else after
+// settleDelay (the sync would only update status).
+func (c *Controller) wake(key string) {
+	if c.expectations.Satisfied(key, c.cfg.Clock.Now()) {
+		c.Add(key)
+		return
+	}
+	c.AddAfter(key, settleDelay)
+}
+
+// counts reports whether a pod's change bears on its DaemonSet's placement: its labels, its
+// controller, its deletion, its phase or its node.
+func counts(old, pod *corev1.Pod) bool {
+	controlled := func(p *corev1.Pod) bool { return metav1.GetControllerOfNoCopy(p) != nil }
+	return !labels.Equals(old.Labels, pod.Labels) || controlled(old) != controlled(pod) ||
+		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) || old.Status.Phase != pod.Status.Phase ||
+		old.Spec.NodeName != pod.Spec.NodeName
 }
 
 // selecting are the DaemonSets whose selector matches pod: who may adopt an orphan.
