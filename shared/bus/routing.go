@@ -123,7 +123,7 @@ func RetiredBindings(queue string) []string {
 // its periodic relists alone.
 var controllerResources = []string{
 	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
-	"replicasets", "deployments", "statefulsets", "horizontalpodautoscalers", "jobs", "controllerrevisions",
+	"replicasets", "deployments", "statefulsets", "daemonsets", "horizontalpodautoscalers", "jobs", "controllerrevisions",
 	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "clusterroles",
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",

@@ -36,6 +36,8 @@ const (
 	Ingresses                = "ingresses"
 	ReplicaSets              = "replicasets"
 	Deployments              = "deployments"
+	DaemonSets               = "daemonsets"
+	ControllerRevisions      = "controllerrevisions"
 	Jobs                     = "jobs"
 	HorizontalPodAutoscalers = "horizontalpodautoscalers"
 	PersistentVolumes        = "persistentvolumes"

@@ -99,6 +99,8 @@ var Resources = []*Resource{
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, NewList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
 	{GVK: storagev1.SchemeGroupVersion.WithKind("StorageClass"), Plural: "storageclasses", Singular: "storageclass", ShortNames: []string{"sc"},
 		DeleteCollection: true, New: func() runtime.Object { return &storagev1.StorageClass{} }, NewList: func() runtime.Object { return &storagev1.StorageClassList{} }},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("DaemonSet"), Plural: "daemonsets", Singular: "daemonset", Namespaced: true, ShortNames: []string{"ds"}, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.DaemonSet{} }, NewList: func() runtime.Object { return &appsv1.DaemonSetList{} }},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Plural: "deployments", Singular: "deployment", Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"},
 		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} }},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), Plural: "replicasets", Singular: "replicaset", Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"},

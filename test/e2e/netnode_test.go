@@ -34,7 +34,7 @@ func TestTwoNodes(t *testing.T) {
 		// The ReplicaSet controller is off: this test's ReplicaSet only owns pods it makes
 		// itself (the drain steps name them).
 		[]string{"--node-monitor-grace-period", "20s", "--pod-eviction-timeout", "5s", "--node-monitor-period", "1s",
-			"--controllers", "*,-replicaset,-deployment"})
+			"--controllers", "*,-replicaset,-deployment,-daemonset"})
 	nodes := map[string]*netNode{a.name: a, b.name: b}
 	step := func(name string, f func(t *testing.T)) {
 		if !t.Run(name, f) {
@@ -158,9 +158,12 @@ func TestTwoNodes(t *testing.T) {
 			p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: b.name}
 			c.createPod(t, p)
 		}
-		// A DaemonSet's pod: drain --ignore-daemonsets leaves it where it is.
+		// A DaemonSet's pod: drain --ignore-daemonsets leaves it where it is. The DaemonSet
+		// exists (the garbage collector would take the pod of a missing one), and its
+		// controller is off: this test places the pod itself.
+		agentDS := c.createDaemonSet(t, "agent")
 		ds := sleeper("agent-b")
-		ds.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "DaemonSet", "agent", types.UID(newUID(t)))}
+		ds.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "DaemonSet", agentDS.Name, agentDS.UID)}
 		ds.Spec.NodeName = b.name
 		c.createPod(t, ds)
 		for _, name := range append([]string{"agent-b"}, owned...) {
@@ -322,6 +325,22 @@ func (c *netCluster) createReplicaSet(t *testing.T, name string) *appsv1.Replica
 		t.Fatalf("create replicaset %s: %v", name, err)
 	}
 	return rs
+}
+
+func (c *netCluster) createDaemonSet(t *testing.T, name string) *appsv1.DaemonSet {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	ds, err := client.MustFor[*appsv1.DaemonSet, *appsv1.DaemonSetList](c.cl).Create(t.Context(), &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: sleeper(name).Spec},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create daemonset %s: %v", name, err)
+	}
+	return ds
 }
 
 func controllerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerReference {

@@ -49,7 +49,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 					"configmaps", "secrets", "events").rule(),
 				rule("create").groups(legacyGroup).resources("serviceaccounts/token").rule(),
 
-				rule(write...).groups(appsGroup).resources("deployments", "deployments/scale", "replicasets", "replicasets/scale",
+				rule(write...).groups(appsGroup).resources("daemonsets", "deployments", "deployments/scale", "replicasets", "replicasets/scale",
 					"statefulsets", "statefulsets/scale").rule(),
 				rule(write...).groups(autoscalingGroup).resources("horizontalpodautoscalers").rule(),
 				rule(write...).groups(batchGroup).resources("jobs").rule(),
@@ -71,7 +71,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				// namespaces one has access to.
 				rule(read...).groups(legacyGroup).resources("namespaces").rule(),
 				rule(read...).groups(discoveryGroup).resources("endpointslices").rule(),
-				rule(read...).groups(appsGroup).resources("controllerrevisions", "deployments", "deployments/status", "deployments/scale",
+				rule(read...).groups(appsGroup).resources("controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/status", "deployments/scale",
 					"replicasets", "replicasets/status", "replicasets/scale", "statefulsets", "statefulsets/status", "statefulsets/scale").rule(),
 				rule(read...).groups(autoscalingGroup).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status").rule(),
 				rule(read...).groups(batchGroup).resources("jobs", "jobs/status").rule(),

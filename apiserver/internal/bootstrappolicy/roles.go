@@ -82,6 +82,11 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule("get", "create", "update", "patch", "delete").groups(appsGroup).resources("controllerrevisions").rule(),
 		rule("create", "patch", "delete").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
 
+		// daemonset: one pod per node (creates, adopts, deletes), a ControllerRevision per
+		// template; writes DaemonSet status.
+		rule(cache...).groups(appsGroup).resources("daemonsets").rule(),
+		rule("update").groups(appsGroup).resources("daemonsets/status").rule(),
+
 		// job: creates and deletes its pods; writes Job status.
 		rule(cache...).groups(batchGroup).resources("jobs").rule(),
 		rule("update").groups(batchGroup).resources("jobs/status").rule(),

@@ -10,7 +10,8 @@
 // must be running; the suite works in a namespace of its own and deletes it).
 // Suite deployments: a Deployment's pods scheduled and Ready on hollow nodes
 // against the same number of pods created directly, on a private cluster.
-// Suite hpa (not in all): a HorizontalPodAutoscaler's reaction to CPU load (the
+// Suite daemonsets (not in all): a DaemonSet's pods on hollow nodes against a pod per node
+// created directly with the same node affinity. Suite hpa (not in all): a HorizontalPodAutoscaler's reaction to CPU load (the
 // metrics API showing it, the scale decision, the new pod Ready) against a
 // direct scale of the same Deployment, on the cluster make up runs. Suite storm:
 // the node agents' CPU and good pods' start while 40 pods fail, against the quiet
@@ -58,12 +59,13 @@ func main() {
 	pcfg := podsuite.Defaults
 	ncfg := netsuite.Config{Samples: netsuite.Defaults.Samples, Transfers: netsuite.Defaults.Transfers}
 	dcfg := schedsuite.DeployDefaults
+	dscfg := schedsuite.DaemonSetDefaults
 	hcfg := hpasuite.Defaults
 	fcfg := fnsuite.Defaults
 	acfg := abusesuite.StormDefaults
 	rcfg := abusesuite.RequestsDefaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, scheduler (needs make down), hpa (needs make up), serverless (needs make up), storm (needs make up), badrequests (needs make up) or all (all but scheduler, hpa, serverless, storm and badrequests)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, daemonsets, scheduler (needs make down), hpa (needs make up), serverless (needs make up), storm (needs make up), badrequests (needs make up) or all (all but scheduler, hpa, serverless, storm and badrequests)")
 	fs.IntVar(&acfg.Pods, "storm-pods", acfg.Pods, "pods of each kind of failure in the storm suite")
 	fs.DurationVar(&acfg.Window, "storm-window", acfg.Window, "how long the storm suite measures the quiet node, then the storm")
 	fs.IntVar(&rcfg.Requests, "bad-requests", rcfg.Requests, "malformed writes per connection mode in the badrequests suite")
@@ -81,6 +83,8 @@ func main() {
 	fs.StringVar(&dcfg.StatefulSet, "deploy-statefulset", "", "the deployments suite measures a StatefulSet of this pod management policy (Parallel or OrderedReady) in place of the Deployment")
 	fs.IntVar(&dcfg.ProfileWhole, "deploy-profile-whole", 0, "with -deploy-profile: profile this many seconds from each measurement's start instead of 1 s from its last pod created")
 	fs.StringVar(&dcfg.ProfileDir, "deploy-profile", "", "the deployments suite splits each hollow-node measurement by process (CPU, apiserver requests, syncs) and writes 1 s CPU profiles of the apiserver, scheduler and controller-manager from its last pod created to this directory")
+	fs.IntVar(&dscfg.Nodes, "ds-nodes", dscfg.Nodes, "hollow nodes in the daemonsets suite: the DaemonSet's pods, and the pods created directly")
+	fs.IntVar(&dscfg.Rounds, "ds-rounds", dscfg.Rounds, "rounds of the daemonsets suite on its cluster, alternating which way goes first")
 	fs.IntVar(&hcfg.Rounds, "hpa-rounds", hcfg.Rounds, "load-to-scale measurements of the hpa suite, each on a fresh Deployment")
 	fs.DurationVar(&hcfg.SyncPeriod, "hpa-sync-period", hcfg.SyncPeriod, "the running controller-manager's --horizontal-pod-autoscaler-sync-period, the hpa suite's baseline for the decision")
 	fs.StringVar(&fcfg.Gateway, "gateway", fcfg.Gateway, "the serverless gateway's URL for the serverless suite")
@@ -117,8 +121,8 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "hpa", "serverless", "storm", "badrequests"}, which) {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, scheduler, hpa, serverless, storm, badrequests or all\n", which)
+	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "daemonsets", "hpa", "serverless", "storm", "badrequests"}, which) {
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, daemonsets, scheduler, hpa, serverless, storm, badrequests or all\n", which)
 		os.Exit(2)
 	}
 	if !slices.Contains([]string{"", "Parallel", "OrderedReady"}, dcfg.StatefulSet) {
@@ -150,6 +154,7 @@ func main() {
 	pcfg.AMQPURL, pcfg.APIServer = cfg.AMQPURL, cfg.Binary
 	scfg.AMQPURL, scfg.APIServer = cfg.AMQPURL, cfg.Binary
 	dcfg.AMQPURL, dcfg.APIServer, dcfg.Kubeconfig = cfg.AMQPURL, cfg.Binary, ncfg.Kubeconfig
+	dscfg.AMQPURL, dscfg.APIServer = cfg.AMQPURL, cfg.Binary
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
@@ -164,7 +169,7 @@ func main() {
 	hcfg.Kubeconfig = ncfg.Kubeconfig
 	fcfg.Kubeconfig = ncfg.Kubeconfig
 	acfg.Kubeconfig, rcfg.Kubeconfig = ncfg.Kubeconfig, ncfg.Kubeconfig
-	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, hcfg, fcfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, dscfg, hcfg, fcfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
@@ -174,7 +179,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, dscfg schedsuite.DaemonSetConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -230,6 +235,22 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		rep, err := schedsuite.RunDeployments(ctx, dcfg, log)
 		if rep != nil && len(rep.Rounds) > 0 {
 			fmt.Println("## Deployments")
+			fmt.Println()
+			rep.Print(os.Stdout)
+			fmt.Println()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if which == "daemonsets" {
+		dscfg.Workdir = filepath.Join(dir, "daemonsets")
+		if err := os.Mkdir(dscfg.Workdir, 0o700); err != nil {
+			return err
+		}
+		rep, err := schedsuite.RunDaemonSets(ctx, dscfg, log)
+		if rep != nil && len(rep.Rounds) > 0 {
+			fmt.Println("## DaemonSets")
 			fmt.Println()
 			rep.Print(os.Stdout)
 			fmt.Println()

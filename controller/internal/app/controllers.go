@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"minik8s.io/controller/internal/clusterroleaggregation"
+	"minik8s.io/controller/internal/daemonset"
 	"minik8s.io/controller/internal/deployment"
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
@@ -30,6 +31,7 @@ var controllers = []struct {
 	new  func(ctx *Context) run.Runnable
 }{
 	{clusterroleaggregation.Name, clusterroleaggregation.Setup},
+	{"daemonset", daemonset.Setup},
 	{"deployment", deployment.Setup},
 	{"endpoint", endpoints.Setup},
 	{"endpointslice", endpointslice.Setup},

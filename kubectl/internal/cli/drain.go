@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,9 +98,40 @@ type drainPlan struct {
 	evict                       []corev1.Pod
 	ignoredDaemonSet, unmanaged []string // warnings
 	blockDaemonSet, blockBare   []string
+	// The pods of DaemonSets that cannot be read, grouped by the error: they block the
+	// drain, or when the DaemonSet is gone and --force is given are deleted with a warning,
+	// as upstream.
+	orphanBlock, orphanWarn podsByMessage
 }
 
-func planDrain(pods []corev1.Pod, d drainOptions) drainPlan {
+// podsByMessage groups pods by a message, in the order the messages came.
+type podsByMessage struct {
+	messages []string
+	pods     map[string][]string
+}
+
+func (g *podsByMessage) add(msg, pod string) {
+	if g.pods == nil {
+		g.pods = map[string][]string{}
+	}
+	if _, ok := g.pods[msg]; !ok {
+		g.messages = append(g.messages, msg)
+	}
+	g.pods[msg] = append(g.pods[msg], pod)
+}
+
+// lines are "message: ns/a, ns/b", one per message.
+func (g podsByMessage) lines() []string {
+	var out []string
+	for _, m := range g.messages {
+		out = append(out, m+": "+strings.Join(g.pods[m], ", "))
+	}
+	return out
+}
+
+// planDrain sorts pods; daemonSet reports whether the DaemonSet namespace/name can be read
+// (nil when it exists).
+func planDrain(pods []corev1.Pod, d drainOptions, daemonSet func(namespace, name string) error) drainPlan {
 	var p drainPlan
 	for _, pod := range pods {
 		name := pod.Namespace + "/" + pod.Name
@@ -112,6 +144,17 @@ func planDrain(pods []corev1.Pod, d drainOptions) drainPlan {
 			continue
 		}
 		ctrl := metav1.GetControllerOf(&pod)
+		if ctrl != nil && ctrl.Kind == "DaemonSet" && daemonSet != nil {
+			if err := daemonSet(pod.Namespace, ctrl.Name); err != nil {
+				if errors.Is(err, apierror.ErrNotFound) && d.force {
+					p.orphanWarn.add(err.Error(), name)
+					p.evict = append(p.evict, pod)
+				} else {
+					p.orphanBlock.add(err.Error(), name)
+				}
+				continue
+			}
+		}
 		switch {
 		case ctrl != nil && ctrl.Kind == "DaemonSet" && d.ignoreDaemonSets:
 			p.ignoredDaemonSet = append(p.ignoredDaemonSet, name)
@@ -142,8 +185,16 @@ func (o *options) drain(ctx context.Context, name string, d drainOptions) error 
 	if err != nil {
 		return err
 	}
-	plan := planDrain(list.Items, d)
+	dss := client.MustFor[*appsv1.DaemonSet, *appsv1.DaemonSetList](cl)
+	plan := planDrain(list.Items, d, func(ns, name string) error {
+		_, err := dss.Get(ctx, ns, name, metav1.GetOptions{})
+		return err
+	})
 	var blocked []string
+	for _, line := range plan.orphanBlock.lines() {
+		blocked = append(blocked, "cannot delete "+line)
+	}
+	orphanWarnings := plan.orphanWarn.lines()
 	if len(plan.blockBare) > 0 {
 		blocked = append(blocked, "cannot delete Pods that declare no controller (use --force to override): "+strings.Join(plan.blockBare, ", "))
 	}
@@ -158,8 +209,8 @@ func (o *options) drain(ctx context.Context, name string, d drainOptions) error 
 		}
 		return errReported
 	}
-	if len(plan.ignoredDaemonSet)+len(plan.unmanaged) > 0 {
-		var w []string
+	if len(plan.ignoredDaemonSet)+len(plan.unmanaged)+len(orphanWarnings) > 0 {
+		w := orphanWarnings
 		if len(plan.ignoredDaemonSet) > 0 {
 			w = append(w, "ignoring DaemonSet-managed Pods: "+strings.Join(plan.ignoredDaemonSet, ", "))
 		}

@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/shared/apierror"
 )
 
 func TestPlanDrain(t *testing.T) {
@@ -37,11 +39,32 @@ func TestPlanDrain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := planDrain(pods, tt.opts)
+			p := planDrain(pods, tt.opts, nil)
 			got := result{names(p.evict), p.ignoredDaemonSet, p.unmanaged, p.blockDaemonSet, p.blockBare}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPlanDrainMissingDaemonSet: a pod whose DaemonSet is gone blocks the drain with the
+// lookup's error, or with --force is deleted with it as a warning, as upstream.
+func TestPlanDrainMissingDaemonSet(t *testing.T) {
+	yes := true
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-x",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: &yes}}}}
+	gone := func(ns, name string) error { return apierror.NotFound("apps", "daemonsets", name) }
+	p := planDrain([]corev1.Pod{pod}, drainOptions{ignoreDaemonSets: true}, gone)
+	if diff := cmp.Diff([]string{`daemonsets.apps "agent" not found: ns/agent-x`}, p.orphanBlock.lines()); diff != "" || len(p.evict) != 0 || len(p.ignoredDaemonSet) != 0 {
+		t.Errorf("without --force: blocked %v, evict %d, ignored %v", p.orphanBlock.lines(), len(p.evict), p.ignoredDaemonSet)
+	}
+	p = planDrain([]corev1.Pod{pod}, drainOptions{ignoreDaemonSets: true, force: true}, gone)
+	if diff := cmp.Diff([]string{`daemonsets.apps "agent" not found: ns/agent-x`}, p.orphanWarn.lines()); diff != "" || len(p.evict) != 1 {
+		t.Errorf("with --force: warned %v, evict %d", p.orphanWarn.lines(), len(p.evict))
+	}
+	p = planDrain([]corev1.Pod{pod}, drainOptions{ignoreDaemonSets: true}, func(string, string) error { return nil })
+	if len(p.ignoredDaemonSet) != 1 || len(p.orphanBlock.lines()) != 0 {
+		t.Errorf("existing DaemonSet: ignored %v", p.ignoredDaemonSet)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -44,7 +45,7 @@ func newRollout(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout SUBCOMMAND",
 		Short: "Manage the rollout of a resource",
-		Long:  "Manage the rollout of one or many resources. Valid resource types include: deployments.",
+		Long:  "Manage the rollout of one or many resources. Valid resource types include: deployments, daemonsets, statefulsets.",
 	}
 	cmd.AddCommand(newRolloutStatus(o), newRolloutHistory(o), newRolloutUndo(o),
 		newRolloutPauseResume(o, true), newRolloutPauseResume(o, false), newRolloutRestart(o))
@@ -105,15 +106,21 @@ func newRolloutStatus(o *options) *cobra.Command {
 		Use:   "status (TYPE NAME | TYPE/NAME) [flags]",
 		Short: "Show the status of the rollout",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ds, ns, name, err := o.deploymentArg(args)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if timeout > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
+			}
+			if t, ok, err := o.revisionArg(args); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return o.workloadStatusLoop(ctx, t, watchFlag)
+			}
+			ds, ns, name, err := o.deploymentArg(args)
+			if err != nil {
+				return err
 			}
 			last := ""
 			// check prints d's status line when it changed and reports whether to stop.
@@ -305,6 +312,12 @@ func newRolloutHistory(o *options) *cobra.Command {
 		Use:   "history (TYPE NAME | TYPE/NAME) [flags]",
 		Short: "View rollout history",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if t, ok, err := o.revisionArg(args); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return o.rolloutHistoryOf(cmd.Context(), t, revision)
+			}
 			ds, ns, name, err := o.deploymentArg(args)
 			if err != nil {
 				return err
@@ -404,6 +417,12 @@ func newRolloutUndo(o *options) *cobra.Command {
 		Use:   "undo (TYPE NAME | TYPE/NAME) [flags]",
 		Short: "Undo a previous rollout",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if t, ok, err := o.revisionArg(args); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return o.rolloutUndoOf(cmd.Context(), t, toRevision)
+			}
 			ds, ns, name, err := o.deploymentArg(args)
 			if err != nil {
 				return err
@@ -451,6 +470,13 @@ func newRolloutPauseResume(o *options, pause bool) *cobra.Command {
 		Use:   verb + " RESOURCE",
 		Short: map[bool]string{true: "Mark the provided resource as paused", false: "Resume a paused resource"}[pause],
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if t, ok, err := o.revisionArg(args); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				// As upstream: only Deployments pause.
+				return fmt.Errorf("%s.apps %q %sing is not supported", t.kind.plural, t.name, strings.TrimSuffix(verb, "e"))
+			}
 			ds, ns, name, err := o.deploymentArg(args)
 			if err != nil {
 				return err
@@ -477,6 +503,12 @@ func newRolloutRestart(o *options) *cobra.Command {
 		Use:   "restart RESOURCE",
 		Short: "Restart a resource",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if t, ok, err := o.revisionArg(args); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return o.rolloutRestartOf(cmd.Context(), t)
+			}
 			ds, ns, name, err := o.deploymentArg(args)
 			if err != nil {
 				return err
