@@ -42,12 +42,13 @@ spec:
 `), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { k.run(t, "delete", "priorityclass", class) })
+			k.run(t, "delete", "priorityclass", class, "--ignore-not-found") // a leftover of an earlier run
 			k.ok(t, "apply", "-f", manifest)
 			got := k.ok(t, "-n", ns, "get", "pod", pod, "-o", "jsonpath={.spec.priority}").stdout
 			if strings.TrimSpace(got) != "1000" {
 				t.Fatalf("pod priority %q, want 1000", got)
 			}
+			k.ok(t, "delete", "priorityclass", class)
 		})
 	}
 }
