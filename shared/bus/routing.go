@@ -118,12 +118,13 @@ func RetiredBindings(queue string) []string {
 
 // controllerResources are the resources the controller-manager reconciles or
 // watches for its controllers (ReplicaSet, Deployment, HPA, Job, Endpoints,
-// garbage collector, node lifecycle, Ingress, PV binding, ClusterRole aggregation,
+// garbage collector, node lifecycle, Ingress, PV binding, CronJob, disruption, ClusterRole aggregation,
 // the root CA publisher). An informer of a resource missing here still works, from
 // its periodic relists alone.
 var controllerResources = []string{
 	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
 	"replicasets", "deployments", "horizontalpodautoscalers", "jobs", "controllerrevisions",
+	"cronjobs", "poddisruptionbudgets",
 	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "clusterroles",
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",

@@ -51,7 +51,8 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 
 				rule(write...).groups(appsGroup).resources("deployments", "deployments/scale", "replicasets", "replicasets/scale").rule(),
 				rule(write...).groups(autoscalingGroup).resources("horizontalpodautoscalers").rule(),
-				rule(write...).groups(batchGroup).resources("jobs").rule(),
+				rule(write...).groups(batchGroup).resources("jobs", "cronjobs").rule(),
+				rule(write...).groups(policyGroup).resources("poddisruptionbudgets").rule(),
 				rule(write...).groups(networkingGroup).resources("ingresses").rule(),
 				rule(readWrite...).groups(coordinationGroup).resources("leases").rule(),
 
@@ -73,7 +74,8 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(read...).groups(appsGroup).resources("controllerrevisions", "deployments", "deployments/status", "deployments/scale",
 					"replicasets", "replicasets/status", "replicasets/scale").rule(),
 				rule(read...).groups(autoscalingGroup).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status").rule(),
-				rule(read...).groups(batchGroup).resources("jobs", "jobs/status").rule(),
+				rule(read...).groups(batchGroup).resources("jobs", "jobs/status", "cronjobs", "cronjobs/status").rule(),
+				rule(read...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status").rule(),
 				rule(read...).groups(networkingGroup).resources("ingresses", "ingresses/status").rule(),
 				rule(read...).groups(serverlessGroup).resources("functions", "functions/status", "workflows", "workflows/status",
 					"workflowexecutions", "workflowexecutions/status").rule(),
