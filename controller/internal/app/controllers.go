@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"minik8s.io/controller/internal/clusterroleaggregation"
+	"minik8s.io/controller/internal/cronjob"
 	"minik8s.io/controller/internal/deployment"
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
@@ -29,6 +30,7 @@ var controllers = []struct {
 	new  func(ctx *Context) run.Runnable
 }{
 	{clusterroleaggregation.Name, clusterroleaggregation.Setup},
+	{cronjob.Name, cronjob.Setup},
 	{"deployment", deployment.Setup},
 	{"endpoint", endpoints.Setup},
 	{"endpointslice", endpointslice.Setup},
