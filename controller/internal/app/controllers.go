@@ -8,6 +8,7 @@ import (
 	"minik8s.io/controller/internal/clusterroleaggregation"
 	"minik8s.io/controller/internal/cronjob"
 	"minik8s.io/controller/internal/deployment"
+	"minik8s.io/controller/internal/disruption"
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/garbagecollector"
@@ -32,6 +33,7 @@ var controllers = []struct {
 	{clusterroleaggregation.Name, clusterroleaggregation.Setup},
 	{cronjob.Name, cronjob.Setup},
 	{"deployment", deployment.Setup},
+	{disruption.Name, disruption.Setup},
 	{"endpoint", endpoints.Setup},
 	{"endpointslice", endpointslice.Setup},
 	{"garbagecollector", garbagecollector.Setup},
