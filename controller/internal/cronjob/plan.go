@@ -127,8 +127,7 @@ func schedule(cj *batchv1.CronJob) string {
 }
 
 // trackJobs keeps status.active to the Jobs that run: a finished Job leaves it (a complete one
-// moves lastSuccessfulTime), a Job gone leaves it, and a running Job the CronJob owns but
-// forgot (a crash between creating it and writing status) joins it.
+// moves lastSuccessfulTime), a Job gone leaves it.
 func (p *Plan) trackJobs(cj *batchv1.CronJob, jobs []*batchv1.Job) {
 	var active []corev1.ObjectReference
 	for _, ref := range p.Status.Active {
@@ -151,8 +150,9 @@ func (p *Plan) trackJobs(cj *batchv1.CronJob, jobs []*batchv1.Job) {
 		if _, done := finished(j); done || j.DeletionTimestamp != nil || activeUID(active, j.UID) {
 			continue
 		}
+		// Made by hand (kubectl create job --from=cronjob/...), or by a sync whose status write
+		// was lost: reported, not adopted, as Kubernetes does.
 		p.event(corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
-		active = append(active, jobRef(j))
 	}
 	p.Status.Active = active
 }

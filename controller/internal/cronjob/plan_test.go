@@ -123,8 +123,8 @@ func TestDecide(t *testing.T) {
 			wantRequeue: time.Minute + nextScheduleDelta},
 		{name: "allow runs alongside", cj: newCronJob("* * * * *", lastScheduled(at("10:01:00")), withActive(running)),
 			jobs: []*batchv1.Job{running}, now: at("10:02:00"), wantCreate: "hello-29454362", wantRequeue: time.Minute + nextScheduleDelta, wantActive: 1},
-		{name: "a forgotten running job joins active", cj: newCronJob("* * * * *", lastScheduled(at("10:01:00"))),
-			jobs: []*batchv1.Job{running}, now: at("10:01:30"), wantEvents: []string{"UnexpectedJob"}, wantRequeue: 30*time.Second + nextScheduleDelta, wantActive: 1},
+		{name: "a running job not made by the controller is reported", cj: newCronJob("* * * * *", lastScheduled(at("10:01:00"))),
+			jobs: []*batchv1.Job{running}, now: at("10:01:30"), wantEvents: []string{"UnexpectedJob"}, wantRequeue: 30*time.Second + nextScheduleDelta},
 		{name: "history limits", cj: newCronJob("0 * * * *", lastScheduled(at("10:00:00")), func(cj *batchv1.CronJob) {
 			cj.Spec.SuccessfulJobsHistoryLimit = ptr(int32(1))
 		}), jobs: []*batchv1.Job{
