@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -115,6 +116,10 @@ var Resources = []*Resource{
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
 	{GVK: batchv1.SchemeGroupVersion.WithKind("Job"), Plural: "jobs", Singular: "job", Namespaced: true, Categories: []string{"all"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} }},
+	{GVK: batchv1.SchemeGroupVersion.WithKind("CronJob"), Plural: "cronjobs", Singular: "cronjob", Namespaced: true, ShortNames: []string{"cj"}, Categories: []string{"all"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &batchv1.CronJob{} }, NewList: func() runtime.Object { return &batchv1.CronJobList{} }},
+	{GVK: policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true, ShortNames: []string{"pdb"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &policyv1.PodDisruptionBudget{} }, NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
 	{GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), Plural: "ingresses", Singular: "ingress", Namespaced: true, ShortNames: []string{"ing"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &networkingv1.Ingress{} }, NewList: func() runtime.Object { return &networkingv1.IngressList{} }},
 	{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Plural: "leases", Singular: "lease", Namespaced: true,

@@ -94,6 +94,17 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		// ttl-after-finished: re-reads a finished Job and deletes it.
 		rule("get", "delete").groups(batchGroup).resources("jobs").rule(),
 
+		// cronjob: makes Jobs from CronJobs on schedule, deletes the ones past the history
+		// limits or replaced, and writes CronJob status.
+		rule(cache...).groups(batchGroup).resources("cronjobs").rule(),
+		rule("update").groups(batchGroup).resources("cronjobs/status").rule(),
+		rule("create").groups(batchGroup).resources("jobs").rule(),
+
+		// disruption: counts the healthy pods of each PodDisruptionBudget, finding how many
+		// are expected through their controllers' scale, and writes the budget's status.
+		rule(cache...).groups(policyGroup).resources("poddisruptionbudgets").rule(),
+		rule("update").groups(policyGroup).resources("poddisruptionbudgets/status").rule(),
+
 		// endpoint: Endpoints of each Service from its pods.
 		rule(cache...).groups(legacyGroup).resources("services", "endpoints").rule(),
 		rule("create", "update", "delete").groups(legacyGroup).resources("endpoints").rule(),

@@ -24,6 +24,7 @@ const (
 	coordinationGroup   = "coordination.k8s.io"
 	discoveryGroup      = "discovery.k8s.io"
 	networkingGroup     = "networking.k8s.io"
+	policyGroup         = "policy"
 	rbacGroup           = rbacv1.GroupName
 	storageGroup        = "storage.k8s.io"
 	metricsGroup        = "metrics.k8s.io"

@@ -104,7 +104,7 @@ func setPodScheduled(pod *corev1.Pod, now time.Time) {
 }
 
 // evict deletes a pod through the Eviction API (POST pods/<name>/eviction), as kubectl drain
-// does. No PodDisruptionBudgets are served, so every eviction is allowed.
+// does, unless the pod's PodDisruptionBudget has no disruption to spare (spendBudget).
 func (s *Server) evict(c *gin.Context, t target) {
 	var ev policyv1.Eviction
 	opts, err := readAction(c, t, &ev, evictionGVK)
@@ -128,6 +128,20 @@ func (s *Server) evict(c *gin.Context, t target) {
 			return
 		}
 		del.DryRun = opts.DryRun
+	}
+	obj, _, err := s.reg.Read(c.Request.Context(), t.key())
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		writeError(c, apierror.New(apierror.ErrInternal, "stored pod is a %T", obj))
+		return
+	}
+	if err := s.spendBudget(c.Request.Context(), pod, len(del.DryRun) > 0); err != nil {
+		writeError(c, err)
+		return
 	}
 	if _, err := s.reg.Delete(c.Request.Context(), t.key(), del); err != nil {
 		writeError(c, err)

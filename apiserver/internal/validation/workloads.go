@@ -173,13 +173,18 @@ var Job = Rules[*batchv1.Job]{Name: dnsSubdomain, Spec: validateJob, Update: val
 
 func validateJob(j *batchv1.Job) field.ErrorList {
 	sp := field.NewPath("spec")
-	spec := &j.Spec
+	allErrs := validateSelectorAndTemplate(j.Spec.Selector, &j.Spec.Template, sp, "job", jobRestarts)
+	return append(allErrs, validateJobSpec(&j.Spec, sp)...)
+}
+
+// validateJobSpec checks a Job's spec but its selector and template, which a Job and a
+// CronJob's job template check differently.
+func validateJobSpec(spec *batchv1.JobSpec, sp *field.Path) field.ErrorList {
 	allErrs := nonNegative(sp.Child("parallelism"), spec.Parallelism)
 	allErrs = append(allErrs, nonNegative(sp.Child("completions"), spec.Completions)...)
 	allErrs = append(allErrs, nonNegative(sp.Child("backoffLimit"), spec.BackoffLimit)...)
 	allErrs = append(allErrs, nonNegative(sp.Child("ttlSecondsAfterFinished"), spec.TTLSecondsAfterFinished)...)
 	allErrs = append(allErrs, positive(sp.Child("activeDeadlineSeconds"), spec.ActiveDeadlineSeconds)...)
-	allErrs = append(allErrs, validateSelectorAndTemplate(spec.Selector, &spec.Template, sp, "job", jobRestarts)...)
 	if m := spec.CompletionMode; m != nil {
 		allErrs = append(allErrs, enum(sp.Child("completionMode"), *m, completionModes)...)
 		if *m == batchv1.IndexedCompletion && spec.Completions == nil {

@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"minik8s.io/controller/internal/clusterroleaggregation"
+	"minik8s.io/controller/internal/cronjob"
 	"minik8s.io/controller/internal/daemonset"
 	"minik8s.io/controller/internal/deployment"
+	"minik8s.io/controller/internal/disruption"
 	"minik8s.io/controller/internal/endpoints"
 	"minik8s.io/controller/internal/endpointslice"
 	"minik8s.io/controller/internal/garbagecollector"
@@ -32,7 +34,9 @@ var controllers = []struct {
 }{
 	{clusterroleaggregation.Name, clusterroleaggregation.Setup},
 	{"daemonset", daemonset.Setup},
+	{cronjob.Name, cronjob.Setup},
 	{"deployment", deployment.Setup},
+	{disruption.Name, disruption.Setup},
 	{"endpoint", endpoints.Setup},
 	{"endpointslice", endpointslice.Setup},
 	{"garbagecollector", garbagecollector.Setup},

@@ -224,15 +224,18 @@ func (o *options) drain(ctx context.Context, name string, d drainOptions) error 
 		g := int64(d.gracePeriod)
 		opts.GracePeriodSeconds = &g
 	}
-	for _, p := range plan.evict {
-		fmt.Fprintf(o.Out, "evicting pod %s/%s\n", p.Namespace, p.Name)
-		uid := p.UID
-		opts.Preconditions = &metav1.Preconditions{UID: &uid}
-		if err := pods.Delete(ctx, p.Namespace, p.Name, opts); err != nil && !errors.Is(err, apierror.ErrNotFound) && !errors.Is(err, apierror.ErrConflict) {
-			return fmt.Errorf("evict pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
+	if d.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.timeout)
+		defer cancel()
 	}
-	if err := waitEvicted(ctx, pods, plan.evict, d.timeout, func(p corev1.Pod) {
+	if err := o.evictAll(ctx, cl, plan.evict, opts); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("drain did not complete within %s", d.timeout)
+		}
+		return err
+	}
+	if err := waitEvicted(ctx, pods, plan.evict, 0, func(p corev1.Pod) {
 		fmt.Fprintf(o.Out, "pod/%s evicted\n", p.Name)
 	}); err != nil {
 		return fmt.Errorf("drain did not complete within %s: %w", d.timeout, err)
