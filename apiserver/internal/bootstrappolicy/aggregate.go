@@ -52,7 +52,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(write...).groups(appsGroup).resources("deployments", "deployments/scale", "replicasets", "replicasets/scale").rule(),
 				rule(write...).groups(autoscalingGroup).resources("horizontalpodautoscalers").rule(),
 				rule(write...).groups(batchGroup).resources("jobs").rule(),
-				rule(write...).groups(networkingGroup).resources("ingresses").rule(),
+				rule(write...).groups(networkingGroup).resources("ingresses", "networkpolicies").rule(),
 				rule(readWrite...).groups(coordinationGroup).resources("leases").rule(),
 
 				rule(write...).groups(serverlessGroup).resources("functions", "workflows", "workflowexecutions").rule(),
@@ -74,7 +74,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 					"replicasets", "replicasets/status", "replicasets/scale").rule(),
 				rule(read...).groups(autoscalingGroup).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status").rule(),
 				rule(read...).groups(batchGroup).resources("jobs", "jobs/status").rule(),
-				rule(read...).groups(networkingGroup).resources("ingresses", "ingresses/status").rule(),
+				rule(read...).groups(networkingGroup).resources("ingresses", "ingresses/status", "networkpolicies").rule(),
 				rule(read...).groups(serverlessGroup).resources("functions", "functions/status", "workflows", "workflows/status",
 					"workflowexecutions", "workflowexecutions/status").rule(),
 			},
