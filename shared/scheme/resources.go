@@ -110,6 +110,8 @@ var Resources = []*Resource{
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} }},
 	{GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), Plural: "ingresses", Singular: "ingress", Namespaced: true, ShortNames: []string{"ing"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &networkingv1.Ingress{} }, NewList: func() runtime.Object { return &networkingv1.IngressList{} }},
+	{GVK: networkingv1.SchemeGroupVersion.WithKind("IngressClass"), Plural: "ingressclasses", Singular: "ingressclass",
+		DeleteCollection: true, New: func() runtime.Object { return &networkingv1.IngressClass{} }, NewList: func() runtime.Object { return &networkingv1.IngressClassList{} }},
 	{GVK: networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), Plural: "networkpolicies", Singular: "networkpolicy", Namespaced: true, ShortNames: []string{"netpol"},
 		DeleteCollection: true, New: func() runtime.Object { return &networkingv1.NetworkPolicy{} }, NewList: func() runtime.Object { return &networkingv1.NetworkPolicyList{} }},
 	{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Plural: "leases", Singular: "lease", Namespaced: true,
