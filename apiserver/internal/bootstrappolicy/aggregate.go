@@ -47,6 +47,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				// Service's traffic anywhere (CVE-2021-25740).
 				rule(write...).groups(legacyGroup).resources("serviceaccounts", "services", "persistentvolumeclaims",
 					"configmaps", "secrets", "events").rule(),
+				rule(write...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale").rule(),
 				rule("create").groups(legacyGroup).resources("serviceaccounts/token").rule(),
 
 				rule(write...).groups(appsGroup).resources("deployments", "deployments/scale", "replicasets", "replicasets/scale").rule(),
@@ -66,6 +67,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(read...).groups(legacyGroup).resources("pods", "serviceaccounts", "services", "services/status",
 					"endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps").rule(),
 				rule(read...).groups(legacyGroup).resources("events", "pods/status", "namespaces/status", "pods/log").rule(),
+				rule(read...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale", "replicationcontrollers/status").rule(),
 				// Reading namespaces at namespace scope reads this namespace: a sign of which
 				// namespaces one has access to.
 				rule(read...).groups(legacyGroup).resources("namespaces").rule(),
