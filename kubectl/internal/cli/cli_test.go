@@ -294,7 +294,7 @@ func TestParseTargets(t *testing.T) {
 		{args: []string{"hpa"}, want: []string{"horizontalpodautoscalers:"}},
 		{args: []string{"ing"}, want: []string{"ingresses:"}},
 		{args: []string{"Deployment.apps"}, want: []string{"deployments:"}},
-		{args: []string{"all"}, want: []string{"pods:", "services:", "deployments:", "replicasets:", "horizontalpodautoscalers:", "jobs:"}},
+		{args: []string{"all"}, want: []string{"pods:", "replicationcontrollers:", "services:", "deployments:", "replicasets:", "horizontalpodautoscalers:", "jobs:"}},
 		{args: []string{"pods,svc", "x"}, wantErr: true},
 		{args: []string{"nosuch"}, wantErr: true},
 		{args: nil, wantErr: true},
