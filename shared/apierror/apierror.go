@@ -76,6 +76,11 @@ func New(kind error, format string, args ...any) *Error {
 			e.Status.Reason, e.Status.Code = r.reason, r.code
 		}
 	}
+	if kind == ErrNotFound {
+		// Kubernetes' 404s always carry details, empty when no object is named; clients read
+		// Details.Name without checking for nil (kubectl debug does).
+		e.Status.Details = &metav1.StatusDetails{}
+	}
 	return e
 }
 

@@ -72,3 +72,25 @@ func TestForbiddenWording(t *testing.T) {
 		}
 	}
 }
+
+// Every 404 carries details, empty when it names no object, as Kubernetes' do: kubectl debug
+// reads Details.Name of a 404 without checking for nil.
+func TestNotFoundCarriesDetails(t *testing.T) {
+	cases := []struct {
+		err  error
+		want metav1.StatusDetails
+	}{
+		{New(ErrNotFound, "the server could not find the requested resource"), metav1.StatusDetails{}},
+		{NotFound("apps", "deployments", "d"), metav1.StatusDetails{Group: "apps", Kind: "deployments", Name: "d"}},
+		{fmt.Errorf("lookup: %w", ErrNotFound), metav1.StatusDetails{}},
+	}
+	for _, tc := range cases {
+		st := ToStatus(tc.err)
+		if st.Details == nil {
+			t.Fatalf("%v: no details", tc.err)
+		}
+		if d := st.Details; d.Group != tc.want.Group || d.Kind != tc.want.Kind || d.Name != tc.want.Name {
+			t.Fatalf("%v: details %+v, want %+v", tc.err, *st.Details, tc.want)
+		}
+	}
+}

@@ -129,7 +129,7 @@ var controllerResources = []string{
 	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "clusterroles",
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",
-	"roles", "rolebindings", "clusterrolebindings", "priorityclasses",
+	"roles", "rolebindings", "clusterrolebindings", "priorityclasses", "replicationcontrollers", "networkpolicies", "ingressclasses",
 }
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false

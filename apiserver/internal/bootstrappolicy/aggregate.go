@@ -47,6 +47,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				// Service's traffic anywhere (CVE-2021-25740).
 				rule(write...).groups(legacyGroup).resources("serviceaccounts", "services", "persistentvolumeclaims",
 					"configmaps", "secrets", "events").rule(),
+				rule(write...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale").rule(),
 				rule("create").groups(legacyGroup).resources("serviceaccounts/token").rule(),
 
 				rule(write...).groups(appsGroup).resources("daemonsets", "deployments", "deployments/scale", "replicasets", "replicasets/scale",
@@ -54,7 +55,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(write...).groups(autoscalingGroup).resources("horizontalpodautoscalers").rule(),
 				rule(write...).groups(batchGroup).resources("jobs", "cronjobs").rule(),
 				rule(write...).groups(policyGroup).resources("poddisruptionbudgets").rule(),
-				rule(write...).groups(networkingGroup).resources("ingresses").rule(),
+				rule(write...).groups(networkingGroup).resources("ingresses", "networkpolicies").rule(),
 				rule(readWrite...).groups(coordinationGroup).resources("leases").rule(),
 
 				rule(write...).groups(serverlessGroup).resources("functions", "workflows", "workflowexecutions").rule(),
@@ -68,6 +69,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(read...).groups(legacyGroup).resources("pods", "serviceaccounts", "services", "services/status",
 					"endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps").rule(),
 				rule(read...).groups(legacyGroup).resources("events", "pods/status", "namespaces/status", "pods/log").rule(),
+				rule(read...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale", "replicationcontrollers/status").rule(),
 				// Reading namespaces at namespace scope reads this namespace: a sign of which
 				// namespaces one has access to.
 				rule(read...).groups(legacyGroup).resources("namespaces").rule(),
@@ -77,7 +79,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(read...).groups(autoscalingGroup).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status").rule(),
 				rule(read...).groups(batchGroup).resources("jobs", "jobs/status", "cronjobs", "cronjobs/status").rule(),
 				rule(read...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status").rule(),
-				rule(read...).groups(networkingGroup).resources("ingresses", "ingresses/status").rule(),
+				rule(read...).groups(networkingGroup).resources("ingresses", "ingresses/status", "networkpolicies").rule(),
 				rule(read...).groups(serverlessGroup).resources("functions", "functions/status", "workflows", "workflows/status",
 					"workflowexecutions", "workflowexecutions/status").rule(),
 			},

@@ -38,6 +38,7 @@ var _ = register(Kind[*discoveryv1.EndpointSlice]{
 
 var _ = register(Kind[*networkingv1.Ingress]{
 	Resource:   served("ingresses"),
+	Admit:      admitDefaultIngressClass,
 	Validation: validation.Ingress,
 	Table:      tables.Ingress,
 })

@@ -174,6 +174,11 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		if o.Spec.Replicas != nil {
 			spec = *o.Spec.Replicas
 		}
+	case *corev1.ReplicationController:
+		om, status, selector = o.ObjectMeta, o.Status.Replicas, metav1.SetAsLabelSelector(o.Spec.Selector)
+		if o.Spec.Replicas != nil {
+			spec = *o.Spec.Replicas
+		}
 	default:
 		return nil, apierror.New(apierror.ErrNotFound, "scale is not served for %T", obj)
 	}
@@ -197,6 +202,8 @@ func setReplicas(obj runtime.Object, n int32) {
 	case *appsv1.ReplicaSet:
 		o.Spec.Replicas = &n
 	case *appsv1.StatefulSet:
+		o.Spec.Replicas = &n
+	case *corev1.ReplicationController:
 		o.Spec.Replicas = &n
 	}
 }

@@ -294,7 +294,7 @@ func TestParseTargets(t *testing.T) {
 		{args: []string{"hpa"}, want: []string{"horizontalpodautoscalers:"}},
 		{args: []string{"ing"}, want: []string{"ingresses:"}},
 		{args: []string{"Deployment.apps"}, want: []string{"deployments:"}},
-		{args: []string{"all"}, want: []string{"pods:", "services:", "daemonsets:", "deployments:", "replicasets:", "statefulsets:", "horizontalpodautoscalers:", "jobs:", "cronjobs:"}},
+		{args: []string{"all"}, want: []string{"pods:", "replicationcontrollers:", "services:", "daemonsets:", "deployments:", "replicasets:", "statefulsets:", "horizontalpodautoscalers:", "jobs:", "cronjobs:"}},
 		{args: []string{"pods,svc", "x"}, wantErr: true},
 		{args: []string{"nosuch"}, wantErr: true},
 		{args: nil, wantErr: true},
