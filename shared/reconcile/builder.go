@@ -188,6 +188,21 @@ func (c *Controller) Add(key string) { c.loop.Add(key) }
 // AddAfter queues key after d.
 func (c *Controller) AddAfter(key string, d time.Duration) { c.loop.Queue.AddAfter(key, d) }
 
+// SettleDelay is how long a controller waits after a child's change that does not let it act
+// (a pod's readiness, a creation while others are still expected) before it syncs: a thousand
+// children starting then cost a few syncs, not thousands.
+const SettleDelay = 100 * time.Millisecond
+
+// Wake queues key after one of its children changed: now when its expectations are met (the
+// sync can act), else after SettleDelay (the sync would only update status).
+func (c *Controller) Wake(key string, e *Expectations, now time.Time) {
+	if e.Satisfied(key, now) {
+		c.Add(key)
+		return
+	}
+	c.AddAfter(key, SettleDelay)
+}
+
 // Name is the controller's name.
 func (c *Controller) Name() string { return c.loop.Name }
 

@@ -138,7 +138,7 @@ func (c *Controller) podAdded(obj runtime.Object) {
 	}
 	if key := c.owner(pod); key != "" {
 		c.expectations.CreationObserved(key)
-		c.wake(key)
+		c.Wake(key, &c.expectations, c.cfg.Clock.Now())
 		return
 	}
 	if metav1.GetControllerOfNoCopy(pod) == nil {
@@ -165,11 +165,11 @@ func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
 	}
 	if newOwner != "" {
 		if counts(old, pod) {
-			c.wake(newOwner)
+			c.Wake(newOwner, &c.expectations, c.cfg.Clock.Now())
 		} else {
 			// Only readiness, status or the node changed: the status follows after a pause
 			// that gathers the changes of many pods into one sync.
-			c.AddAfter(newOwner, settleDelay)
+			c.AddAfter(newOwner, reconcile.SettleDelay)
 		}
 		return
 	}
@@ -187,23 +187,8 @@ func (c *Controller) podDeleted(obj runtime.Object) {
 	}
 	if key := c.owner(pod); key != "" {
 		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-		c.wake(key)
+		c.Wake(key, &c.expectations, c.cfg.Clock.Now())
 	}
-}
-
-// settleDelay is how long a ReplicaSet waits after a change that does not let it act (a pod's
-// readiness, a creation while others are still expected) before it syncs: a thousand pods
-// starting then cost a few syncs, not thousands.
-const settleDelay = 100 * time.Millisecond
-
-// wake queues key now when its expectations are met (the sync can act), else after
-// settleDelay (the sync would only update status).
-func (c *Controller) wake(key string) {
-	if c.expectations.Satisfied(key, c.cfg.Clock.Now()) {
-		c.Add(key)
-		return
-	}
-	c.AddAfter(key, settleDelay)
 }
 
 // counts reports whether a pod's change bears on how many pods its ReplicaSet has: its labels,
