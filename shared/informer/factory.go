@@ -37,6 +37,8 @@ const (
 	ReplicaSets              = "replicasets"
 	Deployments              = "deployments"
 	DaemonSets               = "daemonsets"
+	StatefulSets             = "statefulsets"
+	ReplicationControllers   = "replicationcontrollers"
 	ControllerRevisions      = "controllerrevisions"
 	Jobs                     = "jobs"
 	HorizontalPodAutoscalers = "horizontalpodautoscalers"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -235,6 +236,9 @@ func writeError(c *gin.Context, err error) {
 		st.Code = http.StatusInternalServerError
 	}
 	c.Set(statusKey, int(st.Code))
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
 	data, _ := json.Marshal(st)
 	c.Data(int(st.Code), jsonMediaType, data)
 	c.Abort()

@@ -32,17 +32,19 @@ func TestEvictionSpendsTheBudget(t *testing.T) {
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}}}
 	h.mustDo(http.StatusCreated, "POST", pdbs, "", pdb, pdb)
 
+	var header http.Header
 	evict := func(name string) (int, metav1.Status) {
 		ev := &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
 		var st metav1.Status
-		code, _ := h.do("POST", pods+"/"+name+"/eviction", "", ev, &st)
+		var code int
+		code, header = h.do("POST", pods+"/"+name+"/eviction", "", ev, &st)
 		return code, st
 	}
 
-	// Not yet observed by the controller.
+	// Not yet observed by the controller: come back in 10 s, in the Status and the header.
 	if code, st := evict("web-1"); code != http.StatusTooManyRequests || st.Details == nil || len(st.Details.Causes) != 1 ||
-		st.Details.Causes[0].Type != policyv1.DisruptionBudgetCause {
-		t.Fatalf("eviction before the budget is observed: %d %+v", code, st)
+		st.Details.Causes[0].Type != policyv1.DisruptionBudgetCause || st.Details.RetryAfterSeconds != 10 || header.Get("Retry-After") != "10" {
+		t.Fatalf("eviction before the budget is observed: %d %+v, Retry-After %q", code, st, header.Get("Retry-After"))
 	}
 
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 2}
@@ -50,8 +52,8 @@ func TestEvictionSpendsTheBudget(t *testing.T) {
 	code, st := evict("web-1")
 	if code != http.StatusTooManyRequests || st.Message != "Cannot evict pod as it would violate the pod's disruption budget." ||
 		st.Reason != metav1.StatusReasonTooManyRequests || st.Details == nil || len(st.Details.Causes) != 1 ||
-		st.Details.Causes[0].Message != "The disruption budget web needs 2 healthy pods and has 2 currently" {
-		t.Fatalf("eviction with no disruption allowed: %d %+v", code, st)
+		st.Details.Causes[0].Message != "The disruption budget web needs 2 healthy pods and has 2 currently" || header.Get("Retry-After") != "" {
+		t.Fatalf("eviction with no disruption allowed: %d %+v, Retry-After %q", code, st, header.Get("Retry-After"))
 	}
 	if code, _ := h.do("GET", pods+"/web-1", "", nil, nil); code != http.StatusOK {
 		t.Fatalf("refused eviction deleted the pod: %d", code)

@@ -156,6 +156,50 @@ func TestCronJobAndDisruption(t *testing.T) {
 	if err := evict(list[0].Name); err != nil {
 		t.Fatalf("eviction with a disruption to spare: %v", err)
 	}
+
+	// A maxUnavailable budget over a StatefulSet's pods expects its scale (3), not the two
+	// pods there are: with two healthy, none may go.
+	sets := client.MustFor[*appsv1.StatefulSet, *appsv1.StatefulSetList](admin)
+	dbLabels := map[string]string{"app": "db"}
+	set, err := sets.Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{
+		Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: dbLabels}, ServiceName: "db",
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: dbLabels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "db", Image: "minik8s/busybox"}}}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create statefulset: %v", err)
+	}
+	for i := range 2 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-" + itoa(int64(i)), Labels: dbLabels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "minik8s/busybox"}}}}
+		p, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("pod status: %v", err)
+		}
+	}
+	maxUnavailable := intstr.FromInt32(1)
+	if _, err := pdbs.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &maxUnavailable, Selector: &metav1.LabelSelector{MatchLabels: dbLabels}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pdb: %v", err)
+	}
+	var st policyv1.PodDisruptionBudgetStatus
+	waitUntil(t, "the statefulset budget's status", func(ctx context.Context) (bool, error) {
+		p, err := pdbs.Get(ctx, ns, "db", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st = p.Status
+		return p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == 2, nil
+	})
+	if st.ExpectedPods != 3 || st.DesiredHealthy != 2 || st.DisruptionsAllowed != 0 {
+		t.Fatalf("statefulset budget: expected %d desired %d allowed %d, want 3, 2, 0", st.ExpectedPods, st.DesiredHealthy, st.DisruptionsAllowed)
+	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

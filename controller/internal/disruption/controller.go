@@ -28,15 +28,19 @@ const Name = "disruption"
 const Resource = "poddisruptionbudgets"
 
 var (
-	replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-	deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	replicaSetKind            = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	deploymentKind            = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	statefulSetKind           = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+	replicationControllerKind = corev1.SchemeGroupVersion.WithKind("ReplicationController")
 )
 
 // Config wires a Controller.
 type Config struct {
-	PDBInformer, PodInformer, ReplicaSetInformer, DeploymentInformer *informer.Informer
-	PDBs                                                             client.Writer[*policyv1.PodDisruptionBudget]
-	Recorder                                                         record.EventRecorder
+	PDBInformer, PodInformer                           *informer.Informer
+	ReplicaSetInformer, DeploymentInformer             *informer.Informer
+	StatefulSetInformer, ReplicationControllerInformer *informer.Informer
+	PDBs                                               client.Writer[*policyv1.PodDisruptionBudget]
+	Recorder                                           record.EventRecorder
 	reconcile.Options
 }
 
@@ -48,6 +52,8 @@ type Controller struct {
 	pods        informer.Lister[*corev1.Pod]
 	replicaSets informer.Lister[*appsv1.ReplicaSet]
 	deployments informer.Lister[*appsv1.Deployment]
+	sets        informer.Lister[*appsv1.StatefulSet]
+	rcs         informer.Lister[*corev1.ReplicationController]
 }
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
@@ -59,12 +65,16 @@ func New(cfg Config) *Controller {
 		pods:        informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		replicaSets: informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSetInformer.Store()),
 		deployments: informer.NewLister[*appsv1.Deployment](cfg.DeploymentInformer.Store()),
+		sets:        informer.NewLister[*appsv1.StatefulSet](cfg.StatefulSetInformer.Store()),
+		rcs:         informer.NewLister[*corev1.ReplicationController](cfg.ReplicationControllerInformer.Store()),
 	}
 	c.Controller = reconcile.NewController(Name, cfg.Options).
 		For(cfg.PDBInformer).
 		Map(cfg.PodInformer, c.budgetsOf).
 		Map(cfg.ReplicaSetInformer, c.budgetsInNamespace).
 		Map(cfg.DeploymentInformer, c.budgetsInNamespace).
+		Map(cfg.StatefulSetInformer, c.budgetsInNamespace).
+		Map(cfg.ReplicationControllerInformer, c.budgetsInNamespace).
 		Complete(c)
 	return c
 }
@@ -138,25 +148,16 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
-// expected sums the replicas of the pods' controllers, each counted once: a Deployment's for
-// the pods of its ReplicaSets, a ReplicaSet's otherwise, as Kubernetes reads their scale.
+// expected sums the replicas of the pods' controllers, each counted once, as Kubernetes reads
+// their scale: a Deployment's for the pods of its ReplicaSets, a ReplicaSet's, a StatefulSet's
+// or a ReplicationController's otherwise. A pod with none of these fails the count.
 func (c *Controller) expected(pods []*corev1.Pod) Expected {
 	seen := map[types.UID]bool{}
 	var count int32
 	for _, pod := range pods {
-		ref := reconcile.ControllerOf(pod, replicaSetKind)
-		if ref == nil {
+		uid, replicas, ok := c.scaleOf(pod)
+		if !ok {
 			return Expected{Err: fmt.Errorf("found no controllers for pod %q", pod.Name)}
-		}
-		rs, err := c.replicaSets.Get(pod.Namespace, ref.Name)
-		if err != nil || rs.UID != ref.UID {
-			return Expected{Err: fmt.Errorf("found no controllers for pod %q", pod.Name)}
-		}
-		uid, replicas := rs.UID, rs.Spec.Replicas
-		if dref := reconcile.ControllerOf(rs, deploymentKind); dref != nil {
-			if d, err := c.deployments.Get(pod.Namespace, dref.Name); err == nil && d.UID == dref.UID {
-				uid, replicas = d.UID, d.Spec.Replicas
-			}
 		}
 		if seen[uid] {
 			continue
@@ -169,4 +170,35 @@ func (c *Controller) expected(pods []*corev1.Pod) Expected {
 		}
 	}
 	return Expected{Count: count}
+}
+
+// scaleOf finds the controller whose scale covers pod: its uid and spec.replicas.
+func (c *Controller) scaleOf(pod *corev1.Pod) (types.UID, *int32, bool) {
+	if ref := reconcile.ControllerOf(pod, replicaSetKind); ref != nil {
+		rs, err := c.replicaSets.Get(pod.Namespace, ref.Name)
+		if err != nil || rs.UID != ref.UID {
+			return "", nil, false
+		}
+		if dref := reconcile.ControllerOf(rs, deploymentKind); dref != nil {
+			if d, err := c.deployments.Get(pod.Namespace, dref.Name); err == nil && d.UID == dref.UID {
+				return d.UID, d.Spec.Replicas, true
+			}
+		}
+		return rs.UID, rs.Spec.Replicas, true
+	}
+	if ref := reconcile.ControllerOf(pod, statefulSetKind); ref != nil {
+		set, err := c.sets.Get(pod.Namespace, ref.Name)
+		if err != nil || set.UID != ref.UID {
+			return "", nil, false
+		}
+		return set.UID, set.Spec.Replicas, true
+	}
+	if ref := reconcile.ControllerOf(pod, replicationControllerKind); ref != nil {
+		rc, err := c.rcs.Get(pod.Namespace, ref.Name)
+		if err != nil || rc.UID != ref.UID {
+			return "", nil, false
+		}
+		return rc.UID, rc.Spec.Replicas, true
+	}
+	return "", nil, false
 }
