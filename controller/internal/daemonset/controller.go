@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +18,7 @@ import (
 
 	"minik8s.io/controller/internal/history"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/backoff"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/reconcile"
@@ -45,8 +48,18 @@ type Controller struct {
 	expectations reconcile.Expectations
 	children     reconcile.Children[*corev1.Pod]
 	written      reconcile.Written
+	failed       *backoff.BackOff // per DaemonSet and node, before a failed pod is replaced
 	log          *slog.Logger
 }
+
+// The back-off before a node's failed daemon pod is replaced again, as upstream's.
+const (
+	failedBackoffInitial = time.Second
+	failedBackoffMax     = 15 * time.Minute
+)
+
+// EventFailedDaemonPod is upstream's reason for a failed pod the controller replaces.
+const EventFailedDaemonPod = "FailedDaemonPod"
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
 func New(cfg Config) *Controller {
@@ -57,6 +70,7 @@ func New(cfg Config) *Controller {
 		pods:      informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		nodes:     informer.NewLister[*corev1.Node](cfg.NodeInformer.Store()),
 		revisions: informer.NewLister[*appsv1.ControllerRevision](cfg.RevisionInformer.Store()),
+		failed:    backoff.NewWith(cfg.Clock, failedBackoffInitial, failedBackoffMax, failedBackoffMax),
 		log:       cfg.Logger.With("controller", "daemonset"),
 	}
 	c.children = reconcile.Children[*corev1.Pod]{Writer: cfg.Pods, Expectations: &c.expectations, Recorder: cfg.Recorder, Clock: cfg.Clock}
@@ -72,6 +86,7 @@ func New(cfg Config) *Controller {
 func (c *Controller) forget(key string) {
 	c.expectations.Forget(key)
 	c.written.Forget(key)
+	c.failed.Forget(key)
 }
 
 func keyOf(namespace, name string) string { return namespace + "/" + name }
@@ -214,20 +229,32 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	hash := cur.Labels[history.HashLabel]
 
 	var manageErr error
+	var retry time.Duration
 	if c.expectations.Satisfied(key, now) {
-		if d := Decide(ds, nodes, byNode, hash, now); !d.Empty() {
+		held := func(node string) time.Duration { return c.failed.SinceNext(backoff.Key(key, node)) }
+		d := Decide(ds, nodes, byNode, hash, held, now)
+		retry = d.Retry
+		if !d.Empty() {
 			manageErr = c.act(ctx, key, ds, d, hash)
 		} else {
 			manageErr = c.truncateHistory(ctx, ds, old, pods)
 		}
 	}
 	res, err := c.writeStatus(ctx, key, ds, nodes, byNode, hash, now)
+	if retry > 0 && (res.RequeueAfter == 0 || retry < res.RequeueAfter) {
+		res.RequeueAfter = retry
+	}
 	return res, errors.Join(manageErr, err)
 }
 
 // act creates and deletes what the decision says.
 func (c *Controller) act(ctx context.Context, key string, ds *appsv1.DaemonSet, d Decision, hash string) error {
 	var errs []error
+	for _, node := range slices.Sorted(maps.Keys(d.Failed)) {
+		p := d.Failed[node]
+		c.failed.Next(backoff.Key(key, node), 0)
+		c.cfg.Recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedDaemonPod, "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node)
+	}
 	if len(d.Delete) > 0 {
 		if err := c.children.Delete(ctx, ds, key, d.Delete); err != nil {
 			errs = append(errs, fmt.Errorf("delete pods of daemonset %s: %w", key, err))

@@ -182,21 +182,30 @@ func ByNode(pods []*corev1.Pod) map[string][]*corev1.Pod {
 }
 
 // Decision is what a sync does: create a pod on each of Create's nodes, delete Delete's pods.
+// Failed are the failed pods among Delete, by node (each node starts its next back-off);
+// Retry, when not zero, is when a failed pod held back by its back-off may go.
 type Decision struct {
 	Create []string
 	Delete []*corev1.Pod
+	Failed map[string]*corev1.Pod
+	Retry  time.Duration
 }
 
 // Empty reports whether the decision does nothing.
 func (d Decision) Empty() bool { return len(d.Create) == 0 && len(d.Delete) == 0 }
 
+// Held is how long the failed pod of ds on a node must still wait before it is replaced: as
+// upstream, a node that keeps failing its daemon pod (the kubelet refusing it, say) gets a
+// growing back-off rather than a pod a second. nil holds nothing.
+type Held func(node string) time.Duration
+
 // Decide is one step of ds towards its spec, given the cluster's nodes, ds's pods by
-// TargetNode and the current revision's hash: first placement (a pod where it should run and
-// has none, none where it must not, one per node), and when placement has nothing to do, a
-// step of the rolling update.
-func Decide(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, now time.Time) Decision {
+// TargetNode, the current revision's hash and the failed pods' back-off: first placement (a
+// pod where it should run and has none, none where it must not, one per node), and when
+// placement has nothing to do, a step of the rolling update.
+func Decide(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, held Held, now time.Time) Decision {
 	f := checkAll(ds, nodes)
-	d := place(ds, nodes, f, byNode, hash)
+	d := place(ds, nodes, f, byNode, hash, held)
 	if !d.Empty() || ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
 		return d
 	}
@@ -204,7 +213,7 @@ func Decide(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*cor
 }
 
 // place is upstream's manage: the pods to create and delete for placement alone.
-func place(ds *appsv1.DaemonSet, nodes []*corev1.Node, f fits, byNode map[string][]*corev1.Pod, hash string) Decision {
+func place(ds *appsv1.DaemonSet, nodes []*corev1.Node, f fits, byNode map[string][]*corev1.Pod, hash string, held Held) Decision {
 	var d Decision
 	known := map[string]bool{}
 	surge := allowsSurge(ds)
@@ -219,8 +228,18 @@ func place(ds *appsv1.DaemonSet, nodes []*corev1.Node, f fits, byNode map[string
 			var running []*corev1.Pod
 			for _, p := range live(pods) {
 				if p.Status.Phase == corev1.PodFailed {
-					// A failed daemon pod is replaced.
+					// A failed daemon pod is replaced, once its node's back-off allows.
+					if wait := heldFor(held, node.Name); wait > 0 {
+						if d.Retry == 0 || wait < d.Retry {
+							d.Retry = wait
+						}
+						continue
+					}
 					d.Delete = append(d.Delete, p)
+					if d.Failed == nil {
+						d.Failed = map[string]*corev1.Pod{}
+					}
+					d.Failed[node.Name] = p
 					continue
 				}
 				running = append(running, p)
@@ -237,6 +256,13 @@ func place(ds *appsv1.DaemonSet, nodes []*corev1.Node, f fits, byNode map[string
 		}
 	}
 	return d
+}
+
+func heldFor(held Held, node string) time.Duration {
+	if held == nil {
+		return 0
+	}
+	return held(node)
 }
 
 // extras are the running pods of one node beyond what it may have: the oldest alone, or

@@ -237,7 +237,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := names(Decide(tt.ds, tt.nodes, ByNode(tt.pods), "h", t0))
+			got := names(Decide(tt.ds, tt.nodes, ByNode(tt.pods), "h", nil, t0))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
@@ -309,5 +309,26 @@ func TestPrune(t *testing.T) {
 	}
 	if p := Prune(old, nil, nil); len(p) != 0 {
 		t.Errorf("with the default limit of 10 nothing goes, got %d", len(p))
+	}
+}
+
+// A failed pod waits out its node's back-off: held, it is neither deleted nor replaced and
+// the decision says when to look again; free, it is deleted and reported for the next step.
+func TestDecideBacksOffFailedPods(t *testing.T) {
+	failed := func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }
+	nodes := []*corev1.Node{node("a"), node("b"), node("c")}
+	pods := []*corev1.Pod{pod("p-a", "a", "h", failed), pod("p-b", "b", "h", failed), pod("p-c", "c", "h", failed)}
+	held := func(n string) time.Duration {
+		return map[string]time.Duration{"a": 4 * time.Second, "b": 2 * time.Second}[n]
+	}
+	d := Decide(daemonSet(), nodes, ByNode(pods), "h", held, t0)
+	if diff := cmp.Diff(decision{Delete: []string{"p-c"}}, names(d)); diff != "" {
+		t.Errorf("Decide (-want +got):\n%s", diff)
+	}
+	if len(d.Failed) != 1 || d.Failed["c"] == nil || d.Failed["c"].Name != "p-c" {
+		t.Errorf("Failed = %v, want node c's p-c", d.Failed)
+	}
+	if d.Retry != 2*time.Second {
+		t.Errorf("Retry = %s, want the shortest hold, 2s", d.Retry)
 	}
 }

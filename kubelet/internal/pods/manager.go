@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/kubelet/internal/network"
-	"minik8s.io/kubelet/internal/pods/backoff"
 	"minik8s.io/kubelet/internal/pods/pleg"
 	"minik8s.io/kubelet/internal/pods/prober"
 	"minik8s.io/kubelet/internal/pods/spec"
 	"minik8s.io/kubelet/internal/pods/status"
 	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/shared/backoff"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )

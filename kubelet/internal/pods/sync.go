@@ -11,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/kubelet/internal/network"
-	"minik8s.io/kubelet/internal/pods/backoff"
 	"minik8s.io/kubelet/internal/pods/prober"
 	"minik8s.io/kubelet/internal/pods/spec"
 	"minik8s.io/kubelet/internal/pods/status"
 	"minik8s.io/kubelet/internal/runtime"
+	"minik8s.io/shared/backoff"
 	"minik8s.io/shared/imageref"
 )
 

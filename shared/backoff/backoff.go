@@ -15,7 +15,7 @@ const (
 	DefaultResetAfter = 10 * time.Minute
 )
 
-// BackOff tracks restart delays by key (pod uid + container name). Safe for concurrent use.
+// BackOff tracks delays by key. Safe for concurrent use.
 type BackOff struct {
 	clock      clock.Clock
 	initial    time.Duration
@@ -31,13 +31,20 @@ type entry struct {
 	updated time.Time
 }
 
-// New returns a back-off with Kubernetes' defaults.
+// New returns a back-off with the container restart defaults.
 func New(c clock.Clock) *BackOff {
-	return &BackOff{clock: c, initial: DefaultInitial, max: DefaultMax, resetAfter: DefaultResetAfter, entries: map[string]*entry{}}
+	return NewWith(c, DefaultInitial, DefaultMax, DefaultResetAfter)
 }
 
-// Key names one container of one pod.
-func Key(podUID, container string) string { return podUID + "/" + container }
+// NewWith returns a back-off whose delay starts at initial and doubles up to max; a key
+// that ran resetAfter, or was left alone resetAfter+max, starts over.
+func NewWith(c clock.Clock, initial, max, resetAfter time.Duration) *BackOff {
+	return &BackOff{clock: c, initial: initial, max: max, resetAfter: resetAfter, entries: map[string]*entry{}}
+}
+
+// Key names one item of an owner (a container of a pod, a node of a DaemonSet): Forget(owner)
+// drops them all.
+func Key(owner, item string) string { return owner + "/" + item }
 
 // Remaining is how long a container that finished at finishedAt must still wait before its
 // next restart; zero means it may restart now.
@@ -53,6 +60,18 @@ func (b *BackOff) Remaining(key string, finishedAt time.Time) time.Duration {
 		return 0
 	}
 	return left
+}
+
+// SinceNext is how long key must still wait counted from its last Next; zero means it may
+// go now.
+func (b *BackOff) SinceNext(key string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	if !ok {
+		return 0
+	}
+	return max(e.delay-b.clock.Now().Sub(e.updated), 0)
 }
 
 // Delay is the current delay for key: the one a waiting container shows in its message.
@@ -83,12 +102,12 @@ func (b *BackOff) Next(key string, ran time.Duration) {
 	e.updated = now
 }
 
-// Forget drops every key of the pod with the given uid.
-func (b *BackOff) Forget(podUID string) {
+// Forget drops every key of owner.
+func (b *BackOff) Forget(owner string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k := range b.entries {
-		if strings.HasPrefix(k, podUID+"/") {
+		if strings.HasPrefix(k, owner+"/") {
 			delete(b.entries, k)
 		}
 	}

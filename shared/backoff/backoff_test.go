@@ -51,3 +51,35 @@ func TestBackOff(t *testing.T) {
 		t.Errorf("Forget touched another pod: delay = %s, want 10s", got)
 	}
 }
+
+func TestSinceNextAndForget(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewWith(clk, time.Second, 4*time.Second, 4*time.Second)
+	key := Key("ds-uid", "node-a")
+	if got := b.SinceNext(key); got != 0 {
+		t.Fatalf("SinceNext before any Next = %s, want 0", got)
+	}
+	b.Next(key, 0)
+	clk.Step(300 * time.Millisecond)
+	if got := b.SinceNext(key); got != 700*time.Millisecond {
+		t.Errorf("SinceNext 300ms after a 1s step = %s, want 700ms", got)
+	}
+	b.Next(key, 0)
+	b.Next(key, 0)
+	b.Next(key, 0)
+	if got := b.SinceNext(key); got != 4*time.Second {
+		t.Errorf("SinceNext after four steps = %s, want the 4s cap", got)
+	}
+	// Left alone for resetAfter+max, it starts over.
+	clk.Step(8 * time.Second)
+	b.Next(key, 0)
+	if got := b.Delay(key); got != time.Second {
+		t.Errorf("Delay after a long pause = %s, want 1s", got)
+	}
+	other := Key("ds-other", "node-a")
+	b.Next(other, 0)
+	b.Forget("ds-uid")
+	if b.SinceNext(key) != 0 || b.SinceNext(other) == 0 {
+		t.Errorf("Forget(ds-uid) dropped %s: %s, kept %s: %s", key, b.SinceNext(key), other, b.SinceNext(other))
+	}
+}
