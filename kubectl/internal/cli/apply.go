@@ -197,6 +197,6 @@ func newCreate(o *options) *cobra.Command {
 	}
 	ff.add(cmd, "create")
 	cmd.Flags().StringVar(&dry, "dry-run", "none", `Must be "none", "server", or "client".`)
-	cmd.AddCommand(newCreateRole(o), newCreateClusterRole(o), newCreateRoleBinding(o), newCreateClusterRoleBinding(o), newCreateToken(o), newCreateJob(o))
+	cmd.AddCommand(newCreateRole(o), newCreateClusterRole(o), newCreateRoleBinding(o), newCreateClusterRoleBinding(o), newCreateToken(o), newCreateJob(o), newCreateCronJob(o), newCreatePDB(o), newCreatePriorityClass(o))
 	return cmd
 }
