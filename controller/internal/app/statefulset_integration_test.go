@@ -197,6 +197,21 @@ func TestStatefulSet(t *testing.T) {
 		})
 	})
 
+	t.Run("a pod that lost its identity label gets it back", func(t *testing.T) {
+		p, err := getPod(t.Context(), "web-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(p.Labels, appsv1.StatefulSetPodNameLabel)
+		if _, err := pods.Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "web-0 labelled with its name again", func(ctx context.Context) (bool, error) {
+			p, err := getPod(ctx, "web-0")
+			return err == nil && p.Labels[appsv1.StatefulSetPodNameLabel] == "web-0", err
+		})
+	})
+
 	t.Run("rolling update held at a partition", func(t *testing.T) {
 		patch := `{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}},"template":{"spec":{"containers":[{"name":"c","image":"minik8s/echo:2.0"}]}}}}`
 		if _, err := sets.Patch(t.Context(), ns, "web", types.StrategicMergePatchType, []byte(patch)); err != nil {

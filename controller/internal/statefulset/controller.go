@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/controller/internal/history"
 	"minik8s.io/shared/apierror"
@@ -27,6 +29,8 @@ const (
 	EventFailedCreate     = reconcile.EventFailedCreate
 	EventSuccessfulDelete = reconcile.EventSuccessfulDelete
 	EventFailedDelete     = reconcile.EventFailedDelete
+	EventSuccessfulUpdate = "SuccessfulUpdate"
+	EventFailedUpdate     = "FailedUpdate"
 )
 
 // Config wires a Controller.
@@ -211,6 +215,22 @@ func (c *Controller) apply(ctx context.Context, set *appsv1.StatefulSet, plan Pl
 		}
 		return nil
 	}
+	for _, p := range plan.Fix {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": IdentityLabels(set, p), "uid": p.UID}})
+		if err != nil {
+			return err
+		}
+		_, err = c.cfg.Pods.Patch(ctx, p.Namespace, p.Name, types.MergePatchType, patch)
+		switch {
+		case err == nil:
+			c.cfg.Recorder.Eventf(set, corev1.EventTypeNormal, EventSuccessfulUpdate, "update Pod %s in StatefulSet %s successful", p.Name, set.Name)
+		case errors.Is(err, apierror.ErrNotFound), errors.Is(err, apierror.ErrConflict):
+			// Gone or changed since the cache saw it: the next sync looks again.
+		default:
+			c.cfg.Recorder.Eventf(set, corev1.EventTypeWarning, EventFailedUpdate, "update Pod %s in StatefulSet %s failed error: %v", p.Name, set.Name, err)
+			errs = append(errs, fmt.Errorf("update pod %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
 	// Parallel pods are made in slow-start batches (1, 2, 4 ...) as upstream: a batch that
 	// fails stops the rest.
 	var mu sync.Mutex
@@ -247,14 +267,17 @@ func (c *Controller) apply(ctx context.Context, set *appsv1.StatefulSet, plan Pl
 	return errors.Join(errs...)
 }
 
-// ensureClaims makes the claims of ordinal that do not exist, and sets the owners the
+// ensureClaims makes the claims of ordinal that do not exist (for a pod about to be made, or
+// a pending one), and sets the owners the
 // retention policy asks for on those that do (pod is the ordinal's pod, or nil).
 func (c *Controller) ensureClaims(ctx context.Context, set *appsv1.StatefulSet, ordinal int, pod *corev1.Pod) error {
 	for _, want := range NewClaims(set, ordinal) {
 		have, err := c.claims.Get(want.Namespace, want.Name)
 		if errors.Is(err, apierror.ErrNotFound) {
-			if pod != nil {
-				continue // only a pod about to be made gets claims made
+			if pod != nil && (pod.Status.Phase != corev1.PodPending || !inRange(set, ordinal)) {
+				// Only a pod about to be made, or one of the set's pods still pending (waiting
+				// for the claim, say after it was deleted), gets claims made.
+				continue
 			}
 			want.OwnerReferences = ClaimOwners(set, want, nil, ordinal)
 			if _, err := c.cfg.Claims.Create(ctx, want, metav1.CreateOptions{}); err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {

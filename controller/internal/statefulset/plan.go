@@ -84,17 +84,32 @@ func failed(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
-// Plan is what one sync does: make the pods of Create (ordinals, in order, each after its
-// claims), then delete Delete (in order). Waiting names the pod the sync waits on, if any.
+// Plan is what one sync does: give the pods of Fix back their identity labels, make the pods
+// of Create (ordinals, in order, each after its claims), then delete Delete (in order).
+// Waiting names the pod the sync waits on, if any.
 type Plan struct {
+	Fix     []*corev1.Pod
 	Create  []int
 	Delete  []*corev1.Pod
 	Waiting string
 }
 
+// IdentityMatches reports whether pod carries its identity labels: its name in
+// statefulset.kubernetes.io/pod-name and its ordinal in apps.kubernetes.io/pod-index.
+func IdentityMatches(set *appsv1.StatefulSet, pod *corev1.Pod) bool {
+	o := Ordinal(set.Name, pod)
+	return o >= 0 && pod.Namespace == set.Namespace && pod.Labels[PodNameLabel] == pod.Name && pod.Labels[PodIndexLabel] == strconv.Itoa(o)
+}
+
+// IdentityLabels are the labels that carry pod's identity: its name and its ordinal.
+func IdentityLabels(set *appsv1.StatefulSet, pod *corev1.Pod) map[string]string {
+	return map[string]string{PodNameLabel: pod.Name, PodIndexLabel: strconv.Itoa(Ordinal(set.Name, pod))}
+}
+
 // Decide is upstream's StatefulSet update, one sync of it: failed pods are deleted to be
-// made again; missing ordinals are created, in order and one at a time under OrderedReady
-// (each waiting for the one before to be Running and Ready), all at once under Parallel;
+// made again; pods that lost their identity labels get them back in place; missing ordinals
+// are created, in order and one at a time under OrderedReady (each waiting for the one
+// before to be Running and Ready), all at once under Parallel;
 // pods beyond the replicas go from the highest ordinal down; and under RollingUpdate, once
 // every pod is healthy, the highest pod at or above the partition not at updateRevision is
 // deleted, one at a time, to come back updated. pods are the set's own pods.
@@ -135,6 +150,9 @@ func Decide(set *appsv1.StatefulSet, pods []*corev1.Pod, updateRevision string) 
 			}
 			continue
 		}
+		if p.DeletionTimestamp == nil && !IdentityMatches(set, p) {
+			plan.Fix = append(plan.Fix, p)
+		}
 		if !healthy(p) {
 			unhealthy = true
 			if monotonic {
@@ -162,8 +180,8 @@ func Decide(set *appsv1.StatefulSet, pods []*corev1.Pod, updateRevision string) 
 			return plan
 		}
 	}
-	if len(plan.Delete) > 0 || len(plan.Create) > 0 {
-		// Parallel scaling first; the rollout follows once it is done.
+	if len(plan.Delete) > 0 || len(plan.Create) > 0 || len(plan.Fix) > 0 {
+		// Parallel scaling and identities first; the rollout follows once they are done.
 		return plan
 	}
 

@@ -1,6 +1,7 @@
 package statefulset
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -38,8 +39,9 @@ const (
 )
 
 func pod(ordinal int, rev string, st podState) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: PodName(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, ordinal),
-		UID: "uid", Labels: map[string]string{history.HashLabel: rev}}}
+	name := PodName(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, ordinal)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: "uid",
+		Labels: map[string]string{history.HashLabel: rev, PodNameLabel: name, PodIndexLabel: strconv.Itoa(ordinal)}}}
 	switch st {
 	case ready, terminating:
 		p.Status.Phase = corev1.PodRunning
@@ -57,7 +59,13 @@ func pod(ordinal int, rev string, st podState) *corev1.Pod {
 
 func ptr[T any](v T) *T { return &v }
 
+func unlabelled(p *corev1.Pod, label string) *corev1.Pod {
+	delete(p.Labels, label)
+	return p
+}
+
 type planView struct {
+	Fix     []string
 	Create  []int
 	Delete  []string
 	Waiting string
@@ -108,6 +116,12 @@ func TestDecide(t *testing.T) {
 			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 			return s
 		}(), []*corev1.Pod{pod(0, "r1", ready), pod(1, "r1", ready)}, planView{}},
+		{"a pod that lost its identity labels gets them back before the rollout", testSet(3, ordered, ptr(int32(0))),
+			[]*corev1.Pod{pod(0, "r1", ready), unlabelled(pod(1, "r1", ready), PodNameLabel), unlabelled(pod(2, "r1", ready), PodIndexLabel)},
+			planView{Fix: []string{"web-1", "web-2"}}},
+		{"ordered: identities are fixed up to the pod waited for", testSet(3, ordered, ptr(int32(0))),
+			[]*corev1.Pod{unlabelled(pod(0, "r2", pending), PodNameLabel), unlabelled(pod(1, "r2", ready), PodNameLabel)},
+			planView{Fix: []string{"web-0"}, Waiting: "web-0"}},
 		{"ordinals start at spec.ordinals.start", func() *appsv1.StatefulSet {
 			s := testSet(2, ordered, ptr(int32(0)))
 			s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 5}
@@ -120,6 +134,9 @@ func TestDecide(t *testing.T) {
 			got := planView{Create: p.Create, Waiting: p.Waiting}
 			for _, d := range p.Delete {
 				got.Delete = append(got.Delete, d.Name)
+			}
+			for _, f := range p.Fix {
+				got.Fix = append(got.Fix, f.Name)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
