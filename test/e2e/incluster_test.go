@@ -284,7 +284,7 @@ const tokenRefreshEnv = "MINIK8S_E2E_TOKEN_REFRESH"
 // first token has expired: they read the new one from the file.
 func TestInClusterTokenRefresh(t *testing.T) {
 	if os.Getenv(tokenRefreshEnv) == "" {
-		t.Skipf("waits about ten minutes for a token to expire; set %s=1 to run it (make test does, alone)", tokenRefreshEnv)
+		t.Skipf("waits about ten minutes for a token to expire; set %s=1 to run it (make test does, beside the other tests)", tokenRefreshEnv)
 	}
 	c := requireMakeUp(t)
 	requireInClusterImages(t)
