@@ -34,7 +34,7 @@ func rq(name string, hard, used corev1.ResourceList, scopes ...corev1.ResourceQu
 
 func pod(requests, limits corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending}}
 }
 
@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 		{name: "within the quota",
 			quotas: []*corev1.ResourceQuota{rq("compute", list("pods", "3", "requests.cpu", "1", "limits.cpu", "2"), list("pods", "1", "requests.cpu", "200m", "limits.cpu", "500m"))},
 			e:      pods, w: Write{Object: pod(list("cpu", "300m"), list("cpu", "600m"))},
-			want:   map[string]string{"compute": "limits.cpu=1100m,pods=2,requests.cpu=500m"}},
+			want: map[string]string{"compute": "limits.cpu=1100m,pods=2,requests.cpu=500m"}},
 		{name: "exceeded",
 			quotas: []*corev1.ResourceQuota{rq("compute", list("pods", "3", "requests.cpu", "1", "limits.cpu", "2"), list("pods", "1", "requests.cpu", "800m", "limits.cpu", "1"))},
 			e:      pods, w: Write{Object: pod(list("cpu", "300m"), list("cpu", "600m"))},
@@ -104,7 +104,7 @@ func TestCheck(t *testing.T) {
 		{name: "configmaps count under both names",
 			quotas: []*corev1.ResourceQuota{rq("objects", list("configmaps", "10", "count/configmaps", "2"), list("configmaps", "1", "count/configmaps", "1"))},
 			e:      configmaps, w: Write{Object: &corev1.ConfigMap{}},
-			want:   map[string]string{"objects": "configmaps=2,count/configmaps=2"}},
+			want: map[string]string{"objects": "configmaps=2,count/configmaps=2"}},
 		{name: "count/<resource>.<group>",
 			quotas: []*corev1.ResourceQuota{rq("objects", list("count/deployments.apps", "1"), list("count/deployments.apps", "1"))},
 			e:      deployments, w: Write{Object: &appsv1.Deployment{}},
