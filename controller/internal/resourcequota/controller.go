@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,6 +16,7 @@ import (
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/quota"
 	"minik8s.io/shared/reconcile"
 )
 
@@ -49,7 +51,7 @@ var quotasResource = schema.GroupResource{Resource: "resourcequotas"}
 func New(cfg Config) *Controller {
 	cfg.Options = cfg.Options.WithDefaults()
 	c := &Controller{cfg: cfg, quotas: informer.NewLister[*corev1.ResourceQuota](cfg.Quotas.Store())}
-	b := reconcile.NewController(Name, cfg.Options).For(cfg.Quotas)
+	b := reconcile.NewController(Name, cfg.Options).Watches(cfg.Quotas, specChanged).Keys(c.allQuotas)
 	c.counted = append(c.counted, quotasResource)
 	for gr, inf := range cfg.Counted {
 		if gr == quotasResource {
@@ -61,6 +63,38 @@ func New(cfg Config) *Controller {
 	c.counted = sortedResources(c.counted)
 	c.Controller = b.Complete(c)
 	return c
+}
+
+// specChanged queues a quota when it is created or its limits change. The changes of its
+// status are admission's charges and this controller's own writes: recounting after each
+// charge would read caches that may not hold the object just charged yet, and undo the
+// charge.
+func specChanged(q reconcile.Queue) informer.Handler {
+	add := func(obj runtime.Object) {
+		if k, err := informer.KeyOf(obj); err == nil {
+			q.Add(k)
+		}
+	}
+	return informer.HandlerFuncs{
+		AddFunc: add,
+		UpdateFunc: func(old, obj runtime.Object) {
+			o, ok1 := old.(*corev1.ResourceQuota)
+			n, ok2 := obj.(*corev1.ResourceQuota)
+			if !ok1 || !ok2 || !quota.Equals(o.Spec.Hard, n.Spec.Hard) || !equality.Semantic.DeepEqual(o.Spec.ScopeSelector, n.Spec.ScopeSelector) {
+				add(obj)
+			}
+		},
+	}
+}
+
+// allQuotas are the keys of every cached quota, recounted every Resync.
+func (c *Controller) allQuotas() []string {
+	quotas, _ := c.quotas.List(labels.Everything())
+	keys := make([]string, 0, len(quotas))
+	for _, q := range quotas {
+		keys = append(keys, q.Namespace+"/"+q.Name)
+	}
+	return keys
 }
 
 // replenish queues, when an object of gr is deleted or an update lowers what it counts for,

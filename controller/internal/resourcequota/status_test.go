@@ -142,3 +142,28 @@ func TestUsageChanged(t *testing.T) {
 		}
 	}
 }
+
+type queued []string
+
+func (q *queued) Add(key string) { *q = append(*q, key) }
+
+// Only new quotas and changed limits are recounted at once: a status change is admission's
+// charge (or this controller's write), which a recount from caches could undo.
+func TestSpecChanged(t *testing.T) {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "2")}}
+	charged := q.DeepCopy()
+	charged.Status.Used = list("pods", "1")
+	raised := q.DeepCopy()
+	raised.Spec.Hard = list("pods", "3")
+	var got queued
+	h := specChanged(&got)
+	h.OnUpdate(q, charged)
+	if len(got) != 0 {
+		t.Fatalf("a status change queued %v", got)
+	}
+	h.OnUpdate(q, raised)
+	h.OnAdd(q)
+	if d := cmp.Diff(queued{"ns/q", "ns/q"}, got); d != "" {
+		t.Fatalf("queued (-want +got):\n%s", d)
+	}
+}
