@@ -16,23 +16,8 @@ func TestResourceQuotaAndLimitRangeOnMakeUp(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			ns := c.namespace(t, "e2e-quota-"+k.name)
 			dir := t.TempDir()
-			bounds := filepath.Join(dir, "bounds.yaml")
-			writeFile(t, bounds, `apiVersion: v1
-kind: LimitRange
-metadata: {name: limits}
-spec:
-  limits:
-  - type: Container
-    min: {cpu: 50m}
-    default: {cpu: 200m, memory: 64Mi}
-    defaultRequest: {cpu: 100m, memory: 32Mi}
----
-apiVersion: v1
-kind: ResourceQuota
-metadata: {name: compute}
-spec:
-  hard: {pods: "2", requests.cpu: "1", limits.cpu: "2", requests.memory: 1Gi}
-`)
+			// The README's example.
+			bounds := filepath.Join("..", "..", "configs", "examples", "quota.yaml")
 			k.ok(t, "-n", ns, "apply", "-f", bounds)
 			used := func(resource string) string {
 				return strings.TrimSpace(k.ok(t, "-n", ns, "get", "quota", "compute", "-o", "jsonpath={.status.used."+strings.ReplaceAll(resource, ".", `\.`)+"}").stdout)

@@ -32,8 +32,8 @@ type Config struct {
 	// are counted from Quotas.
 	Counted map[schema.GroupResource]*informer.Informer
 	Writer  client.Writer[*corev1.ResourceQuota]
-	// Options' Resync is how often every quota is recounted whatever the events said (1 min
-	// by default): what admission charged for a write that then failed is freed then.
+	// Options' Resync is how often every quota is recounted whatever the events said: a
+	// charge admission could not give back is freed then.
 	reconcile.Options
 }
 

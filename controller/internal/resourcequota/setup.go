@@ -1,6 +1,8 @@
 package resourcequota
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -12,6 +14,10 @@ import (
 	"minik8s.io/shared/run"
 	"minik8s.io/shared/scheme"
 )
+
+// Resync is how often every quota is recounted whatever the events said, as Kubernetes'
+// --resource-quota-sync-period.
+const Resync = 5 * time.Minute
 
 // typed are the resources whose usage reads more than their metadata.
 var typed = map[string]bool{"pods": true, "services": true, "persistentvolumeclaims": true}
@@ -35,6 +41,6 @@ func Setup(c *setup.Context) run.Runnable {
 		Quotas:  c.Informers.For("resourcequotas", nil),
 		Counted: counted,
 		Writer:  client.MustFor[*corev1.ResourceQuota, *corev1.ResourceQuotaList](c.Client),
-		Options: reconcile.Options{Logger: c.Logger},
+		Options: reconcile.Options{Logger: c.Logger, Resync: Resync},
 	})
 }
