@@ -9,14 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/shared/storageclass"
 )
 
 // StorageClassSuffix joins a StorageClass name and a claim resource into the quota resource
 // of that class: gold.storageclass.storage.k8s.io/requests.storage.
 const StorageClassSuffix = ".storageclass.storage.k8s.io/"
-
-// betaStorageClassAnnotation names a claim's class where spec.storageClassName does not.
-const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 
 var claimResources = []corev1.ResourceName{
 	"count/persistentvolumeclaims", corev1.ResourcePersistentVolumeClaims, corev1.ResourceRequestsStorage,
@@ -68,7 +67,7 @@ func (claims) Usage(obj runtime.Object, _ time.Time) (corev1.ResourceList, error
 		corev1.ResourcePersistentVolumeClaims: one(),
 		"count/persistentvolumeclaims":        one(),
 	}
-	class := ClaimClass(pvc)
+	class := storageclass.OfClaim(pvc)
 	if class != "" {
 		out[corev1.ResourceName(class+StorageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = one()
 	}
@@ -79,18 +78,6 @@ func (claims) Usage(obj runtime.Object, _ time.Time) (corev1.ResourceList, error
 		}
 	}
 	return out, nil
-}
-
-// ClaimClass is the StorageClass a claim names: spec.storageClassName, or the older
-// annotation.
-func ClaimClass(pvc *corev1.PersistentVolumeClaim) string {
-	if c, ok := pvc.Annotations[betaStorageClassAnnotation]; ok {
-		return c
-	}
-	if pvc.Spec.StorageClassName != nil {
-		return *pvc.Spec.StorageClassName
-	}
-	return ""
 }
 
 // claimStorage is the storage a claim charges: what it requests, in whole bytes, or what was

@@ -6,31 +6,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/shared/quota/quotatest"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-// list builds a ResourceList from name, quantity pairs.
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
-
-// printed turns a list into name=quantity strings, so diffs compare what users read.
-func printed(l corev1.ResourceList) map[string]string {
-	out := map[string]string{}
-	for k, v := range l {
-		out[string(k)] = v.String()
-	}
-	return out
-}
 
 func container(name string, requests, limits corev1.ResourceList) corev1.Container {
 	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
@@ -51,49 +34,49 @@ func TestPodUsage(t *testing.T) {
 		{"best effort", func() *corev1.Pod { return pod(container("a", nil, nil)) },
 			map[string]string{"count/pods": "1", "pods": "1"}},
 		{"containers add up", func() *corev1.Pod {
-			return pod(container("a", list("cpu", "100m", "memory", "64Mi"), list("cpu", "200m", "memory", "128Mi")),
-				container("b", list("cpu", "50m"), nil))
+			return pod(container("a", quotatest.List("cpu", "100m", "memory", "64Mi"), quotatest.List("cpu", "200m", "memory", "128Mi")),
+				container("b", quotatest.List("cpu", "50m"), nil))
 		}, map[string]string{"count/pods": "1", "pods": "1", "cpu": "150m", "requests.cpu": "150m", "limits.cpu": "200m",
 			"memory": "64Mi", "requests.memory": "64Mi", "limits.memory": "128Mi"}},
 		{"an init container larger than the sum counts alone", func() *corev1.Pod {
-			p := pod(container("a", list("cpu", "100m"), nil))
-			p.Spec.InitContainers = []corev1.Container{container("init", list("cpu", "500m"), nil)}
+			p := pod(container("a", quotatest.List("cpu", "100m"), nil))
+			p.Spec.InitContainers = []corev1.Container{container("init", quotatest.List("cpu", "500m"), nil)}
 			return p
 		}, map[string]string{"count/pods": "1", "pods": "1", "cpu": "500m", "requests.cpu": "500m"}},
 		{"a sidecar init container adds to the sum", func() *corev1.Pod {
-			p := pod(container("a", list("cpu", "100m"), nil))
-			side := container("side", list("cpu", "50m"), nil)
+			p := pod(container("a", quotatest.List("cpu", "100m"), nil))
+			side := container("side", quotatest.List("cpu", "50m"), nil)
 			side.RestartPolicy = &always
 			p.Spec.InitContainers = []corev1.Container{side}
 			return p
 		}, map[string]string{"count/pods": "1", "pods": "1", "cpu": "150m", "requests.cpu": "150m"}},
 		{"overhead is charged", func() *corev1.Pod {
-			p := pod(container("a", list("memory", "100Mi"), list("memory", "100Mi")))
-			p.Spec.Overhead = list("memory", "10Mi")
+			p := pod(container("a", quotatest.List("memory", "100Mi"), quotatest.List("memory", "100Mi")))
+			p.Spec.Overhead = quotatest.List("memory", "10Mi")
 			return p
 		}, map[string]string{"count/pods": "1", "pods": "1", "memory": "110Mi", "requests.memory": "110Mi", "limits.memory": "110Mi"}},
 		{"extended resources and huge pages as requests", func() *corev1.Pod {
-			return pod(container("a", list("example.com/gpu", "2", "hugepages-2Mi", "4Mi", "cpu", "1"), list("example.com/gpu", "2", "hugepages-2Mi", "4Mi")))
+			return pod(container("a", quotatest.List("example.com/gpu", "2", "hugepages-2Mi", "4Mi", "cpu", "1"), quotatest.List("example.com/gpu", "2", "hugepages-2Mi", "4Mi")))
 		}, map[string]string{"count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1",
 			"requests.example.com/gpu": "2", "hugepages-2Mi": "4Mi", "requests.hugepages-2Mi": "4Mi"}},
 		{"a finished pod keeps only its object count", func() *corev1.Pod {
-			p := pod(container("a", list("cpu", "1"), nil))
+			p := pod(container("a", quotatest.List("cpu", "1"), nil))
 			p.Status.Phase = corev1.PodSucceeded
 			return p
 		}, map[string]string{"count/pods": "1"}},
 		{"a failed pod too", func() *corev1.Pod {
-			p := pod(container("a", list("cpu", "1"), nil))
+			p := pod(container("a", quotatest.List("cpu", "1"), nil))
 			p.Status.Phase = corev1.PodFailed
 			return p
 		}, map[string]string{"count/pods": "1"}},
 		{"a pod within its deletion's grace period still counts", func() *corev1.Pod {
-			p := pod(container("a", list("cpu", "1"), nil))
+			p := pod(container("a", quotatest.List("cpu", "1"), nil))
 			p.DeletionTimestamp = &metav1.Time{Time: now.Add(-10 * time.Second)}
 			p.DeletionGracePeriodSeconds = ptr(int64(30))
 			return p
 		}, map[string]string{"count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1"}},
 		{"a pod past its deletion's grace period does not", func() *corev1.Pod {
-			p := pod(container("a", list("cpu", "1"), nil))
+			p := pod(container("a", quotatest.List("cpu", "1"), nil))
 			p.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
 			p.DeletionGracePeriodSeconds = ptr(int64(30))
 			return p
@@ -105,7 +88,7 @@ func TestPodUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tt.want, printed(got)); d != "" {
+			if d := cmp.Diff(tt.want, quotatest.Printed(got)); d != "" {
 				t.Errorf("usage (-want +got):\n%s", d)
 			}
 		})
@@ -134,15 +117,15 @@ func TestServiceAndClaimUsage(t *testing.T) {
 			&corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports, AllocateLoadBalancerNodePorts: ptr(false)}},
 			map[string]string{"count/services": "1", "services": "1", "services.loadbalancers": "1", "services.nodeports": "1"}},
 		{"claim without class", schema.GroupResource{Resource: "persistentvolumeclaims"},
-			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "1Gi")}}},
+			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: quotatest.List("storage", "1Gi")}}},
 			map[string]string{"count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": "1Gi"}},
 		{"claim of a class, allocated more than asked", schema.GroupResource{Resource: "persistentvolumeclaims"},
-			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &gold, Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "1Gi")}},
-				Status: corev1.PersistentVolumeClaimStatus{AllocatedResources: list("storage", "2Gi")}},
+			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &gold, Resources: corev1.VolumeResourceRequirements{Requests: quotatest.List("storage", "1Gi")}},
+				Status: corev1.PersistentVolumeClaimStatus{AllocatedResources: quotatest.List("storage", "2Gi")}},
 			map[string]string{"count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": "2Gi",
 				"gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1", "gold.storageclass.storage.k8s.io/requests.storage": "2Gi"}},
 		{"a fractional request counts whole bytes", schema.GroupResource{Resource: "persistentvolumeclaims"},
-			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "1.5")}}},
+			&corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: quotatest.List("storage", "1.5")}}},
 			map[string]string{"count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": "2"}},
 		{"configmaps under both names", schema.GroupResource{Resource: "configmaps"}, &corev1.ConfigMap{},
 			map[string]string{"count/configmaps": "1", "configmaps": "1"}},
@@ -155,7 +138,7 @@ func TestServiceAndClaimUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tt.want, printed(got)); d != "" {
+			if d := cmp.Diff(tt.want, quotatest.Printed(got)); d != "" {
 				t.Errorf("usage (-want +got):\n%s", d)
 			}
 		})
@@ -186,7 +169,7 @@ func TestMatchingResources(t *testing.T) {
 
 func TestPodScopes(t *testing.T) {
 	bestEffort := pod(container("a", nil, nil))
-	burstable := pod(container("a", list("cpu", "100m"), nil))
+	burstable := pod(container("a", quotatest.List("cpu", "100m"), nil))
 	deadline := pod(container("a", nil, nil))
 	deadline.Spec.ActiveDeadlineSeconds = ptr(int64(60))
 	high := pod(container("a", nil, nil))
@@ -236,8 +219,8 @@ func TestPodScopes(t *testing.T) {
 }
 
 func TestPodConstraints(t *testing.T) {
-	p := pod(container("web", list("cpu", "100m"), nil), container("log", nil, nil))
-	p.Spec.InitContainers = []corev1.Container{container("setup", list("cpu", "1", "memory", "1Gi"), list("cpu", "1", "memory", "1Gi"))}
+	p := pod(container("web", quotatest.List("cpu", "100m"), nil), container("log", nil, nil))
+	p.Spec.InitContainers = []corev1.Container{container("setup", quotatest.List("cpu", "1", "memory", "1Gi"), quotatest.List("cpu", "1", "memory", "1Gi"))}
 	e := For(schema.GroupResource{Resource: "pods"})
 	tests := []struct {
 		required []corev1.ResourceName
@@ -262,11 +245,11 @@ func TestPodConstraints(t *testing.T) {
 
 func TestUsageSumsWithinScopes(t *testing.T) {
 	e := For(schema.GroupResource{Resource: "pods"})
-	finished := pod(container("a", list("cpu", "2"), nil))
+	finished := pod(container("a", quotatest.List("cpu", "2"), nil))
 	finished.Status.Phase = corev1.PodSucceeded
 	objs := []runtime.Object{
-		pod(container("a", list("cpu", "100m"), list("cpu", "200m"))),
-		pod(container("a", list("cpu", "300m"), nil)),
+		pod(container("a", quotatest.List("cpu", "100m"), quotatest.List("cpu", "200m"))),
+		pod(container("a", quotatest.List("cpu", "300m"), nil)),
 		pod(container("a", nil, nil)),
 		finished,
 	}
@@ -276,7 +259,7 @@ func TestUsageSumsWithinScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"pods": "3", "count/pods": "4", "requests.cpu": "400m", "limits.cpu": "200m", "requests.memory": "0"}
-	if d := cmp.Diff(want, printed(got)); d != "" {
+	if d := cmp.Diff(want, quotatest.Printed(got)); d != "" {
 		t.Errorf("usage (-want +got):\n%s", d)
 	}
 	notBestEffort := []corev1.ScopedResourceSelectorRequirement{{ScopeName: corev1.ResourceQuotaScopeNotBestEffort, Operator: corev1.ScopeSelectorOpExists}}
@@ -284,42 +267,42 @@ func TestUsageSumsWithinScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(map[string]string{"pods": "2"}, printed(got)); d != "" {
+	if d := cmp.Diff(map[string]string{"pods": "2"}, quotatest.Printed(got)); d != "" {
 		t.Errorf("NotBestEffort usage (-want +got):\n%s", d)
 	}
 }
 
 func TestListArithmetic(t *testing.T) {
-	a, b := list("cpu", "500m", "pods", "2"), list("cpu", "700m", "memory", "1Gi")
+	a, b := quotatest.List("cpu", "500m", "pods", "2"), quotatest.List("cpu", "700m", "memory", "1Gi")
 	if got := String(Add(a, b)); got != "cpu=1200m,memory=1Gi,pods=2" {
 		t.Errorf("Add = %s", got)
 	}
 	if got := String(SubtractNonNegative(a, b)); got != "cpu=0,memory=0,pods=2" {
 		t.Errorf("SubtractNonNegative = %s", got)
 	}
-	ok, exceeded := LessThanOrEqual(list("cpu", "1", "pods", "3", "secrets", "9"), list("cpu", "1", "pods", "2"))
+	ok, exceeded := LessThanOrEqual(quotatest.List("cpu", "1", "pods", "3", "secrets", "9"), quotatest.List("cpu", "1", "pods", "2"))
 	if ok || len(exceeded) != 1 || exceeded[0] != "pods" {
 		t.Errorf("LessThanOrEqual = %v %v", ok, exceeded)
 	}
-	if !Equals(list("cpu", "1"), list("cpu", "1000m")) || Equals(list("cpu", "1"), list("cpu", "1", "pods", "0")) {
+	if !Equals(quotatest.List("cpu", "1"), quotatest.List("cpu", "1000m")) || Equals(quotatest.List("cpu", "1"), quotatest.List("cpu", "1", "pods", "0")) {
 		t.Error("Equals")
 	}
-	if got := Negative(list("cpu", "-1", "pods", "1")); len(got) != 1 || got[0] != "cpu" {
+	if got := Negative(quotatest.List("cpu", "-1", "pods", "1")); len(got) != 1 || got[0] != "cpu" {
 		t.Errorf("Negative = %v", got)
 	}
 }
 
 func TestMatchesNeedsStatusHardAndScopes(t *testing.T) {
 	e := For(schema.GroupResource{Resource: "pods"})
-	q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}}}
+	q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}}}
 	if ok, _ := Matches(q, e, pod(container("a", nil, nil))); ok {
 		t.Error("a quota without status.hard matched")
 	}
-	q.Status.Hard = list("pods", "1")
+	q.Status.Hard = quotatest.List("pods", "1")
 	if ok, _ := Matches(q, e, pod(container("a", nil, nil))); !ok {
 		t.Error("a best-effort pod did not match a BestEffort quota")
 	}
-	if ok, _ := Matches(q, e, pod(container("a", list("cpu", "1"), nil))); ok {
+	if ok, _ := Matches(q, e, pod(container("a", quotatest.List("cpu", "1"), nil))); ok {
 		t.Error("a burstable pod matched a BestEffort quota")
 	}
 }

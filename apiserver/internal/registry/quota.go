@@ -90,28 +90,23 @@ func admitLimitRangeDefaults(ctx context.Context, r *Registry, pod *corev1.Pod) 
 }
 
 func (r *Registry) limitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error) {
-	list, err := r.List(ctx, Key{Resource: served("limitranges"), Namespace: namespace}, ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.LimitRange, 0, len(list.Items))
-	for _, obj := range list.Items {
-		if lr, ok := obj.(*corev1.LimitRange); ok {
-			out = append(out, lr)
-		}
-	}
-	return out, nil
+	return listOf[*corev1.LimitRange](ctx, r, "limitranges", namespace)
 }
 
 func (r *Registry) resourceQuotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error) {
-	list, err := r.List(ctx, Key{Resource: served("resourcequotas"), Namespace: namespace}, ListOptions{})
+	return listOf[*corev1.ResourceQuota](ctx, r, "resourcequotas", namespace)
+}
+
+// listOf lists the objects of the served resource plural in namespace, as their type T.
+func listOf[T runtime.Object](ctx context.Context, r *Registry, plural, namespace string) ([]T, error) {
+	list, err := r.List(ctx, Key{Resource: served(plural), Namespace: namespace}, ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*corev1.ResourceQuota, 0, len(list.Items))
+	out := make([]T, 0, len(list.Items))
 	for _, obj := range list.Items {
-		if q, ok := obj.(*corev1.ResourceQuota); ok {
-			out = append(out, q)
+		if t, ok := obj.(T); ok {
+			out = append(out, t)
 		}
 	}
 	return out, nil

@@ -8,17 +8,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func resources(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
+	"minik8s.io/shared/quota/quotatest"
+)
 
 func quotaPod(name string, requests, limits corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -60,12 +53,12 @@ func TestResourceQuotaServed(t *testing.T) {
 	var created corev1.ResourceQuota
 	h.mustDo(http.StatusCreated, "POST", path, "", &corev1.ResourceQuota{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: resources("pods", "4", "requests.cpu", "2", "limits.memory", "1Gi")},
-		Status:     corev1.ResourceQuotaStatus{Used: resources("pods", "0")}}, &created)
+		Spec:       corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "4", "requests.cpu", "2", "limits.memory", "1Gi")},
+		Status:     corev1.ResourceQuotaStatus{Used: quotatest.List("pods", "0")}}, &created)
 	if created.Status.Used != nil || created.Status.Hard != nil {
 		t.Fatalf("status kept on create: %+v", created.Status)
 	}
-	h.measure(ns, "compute", resources("pods", "1", "requests.cpu", "500m", "limits.memory", "0"))
+	h.measure(ns, "compute", quotatest.List("pods", "1", "requests.cpu", "500m", "limits.memory", "0"))
 
 	var tbl metav1.Table
 	code, _ := h.do("GET", path, "", nil, &tbl, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
@@ -84,13 +77,13 @@ func TestResourceQuotaServed(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{corev1.ResourceQuotaSpec{Hard: resources("widgets", "1")}, "spec.hard[widgets]", "must be a standard resource type or fully qualified"},
-		{corev1.ResourceQuotaSpec{Hard: resources("storage", "1Gi")}, "spec.hard[storage]", "must be a standard resource for quota"},
-		{corev1.ResourceQuotaSpec{Hard: resources("pods", "1500m")}, "spec.hard[pods]", "must be an integer"},
-		{corev1.ResourceQuotaSpec{Hard: resources("requests.cpu", "-1")}, "spec.hard[requests.cpu]", "must be greater than or equal to 0"},
-		{corev1.ResourceQuotaSpec{Hard: resources("services", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}},
+		{corev1.ResourceQuotaSpec{Hard: quotatest.List("widgets", "1")}, "spec.hard[widgets]", "must be a standard resource type or fully qualified"},
+		{corev1.ResourceQuotaSpec{Hard: quotatest.List("storage", "1Gi")}, "spec.hard[storage]", "must be a standard resource for quota"},
+		{corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "1500m")}, "spec.hard[pods]", "must be an integer"},
+		{corev1.ResourceQuotaSpec{Hard: quotatest.List("requests.cpu", "-1")}, "spec.hard[requests.cpu]", "must be greater than or equal to 0"},
+		{corev1.ResourceQuotaSpec{Hard: quotatest.List("services", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}},
 			"spec.scopes", "unsupported scope applied to resource"},
-		{corev1.ResourceQuotaSpec{Hard: resources("pods", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeNotBestEffort}},
+		{corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeNotBestEffort}},
 			"spec.scopes", "conflicting scopes"},
 	} {
 		code, _ := h.do("POST", path, "", &corev1.ResourceQuota{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
@@ -104,7 +97,7 @@ func TestResourceQuotaServed(t *testing.T) {
 	// Scopes never change.
 	var q corev1.ResourceQuota
 	h.mustDo(http.StatusOK, "GET", path+"/compute", "", nil, &q)
-	q.Spec.Hard = resources("pods", "4")
+	q.Spec.Hard = quotatest.List("pods", "4")
 	q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}
 	if code, _ := h.do("PUT", path+"/compute", "", &q, &st); code != http.StatusUnprocessableEntity ||
 		st.Details == nil || st.Details.Causes[0].Field != "spec.scopes" || !strings.Contains(st.Message, "field is immutable") {
@@ -134,9 +127,9 @@ func TestLimitRangeAdmission(t *testing.T) {
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/limitranges", "", &corev1.LimitRange{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"}, ObjectMeta: metav1.ObjectMeta{Name: "bounds"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-			{Type: corev1.LimitTypeContainer, Min: resources("cpu", "100m"), Max: resources("cpu", "1"), Default: resources("memory", "256Mi"),
-				DefaultRequest: resources("memory", "128Mi")},
-			{Type: corev1.LimitTypePersistentVolumeClaim, Max: resources("storage", "10Gi")},
+			{Type: corev1.LimitTypeContainer, Min: quotatest.List("cpu", "100m"), Max: quotatest.List("cpu", "1"), Default: quotatest.List("memory", "256Mi"),
+				DefaultRequest: quotatest.List("memory", "128Mi")},
+			{Type: corev1.LimitTypePersistentVolumeClaim, Max: quotatest.List("storage", "10Gi")},
 		}}}, &lr)
 	// Kubernetes' defaults: the default limit from max, the default request from the default
 	// limit (before min).
@@ -156,11 +149,11 @@ func TestLimitRangeAdmission(t *testing.T) {
 	}
 
 	var st metav1.Status
-	if code, _ := h.do("POST", pods, "", quotaPod("low", resources("cpu", "50m"), nil), &st); code != http.StatusForbidden ||
+	if code, _ := h.do("POST", pods, "", quotaPod("low", quotatest.List("cpu", "50m"), nil), &st); code != http.StatusForbidden ||
 		st.Message != `pods "low" is forbidden: minimum cpu usage per Container is 100m, but request is 50m` || st.Reason != metav1.StatusReasonForbidden {
 		t.Fatalf("below min: %d %+v", code, st)
 	}
-	if code, _ := h.do("POST", pods, "", quotaPod("high", resources("cpu", "2"), resources("cpu", "2")), &st); code != http.StatusForbidden ||
+	if code, _ := h.do("POST", pods, "", quotaPod("high", quotatest.List("cpu", "2"), quotatest.List("cpu", "2")), &st); code != http.StatusForbidden ||
 		st.Message != `pods "high" is forbidden: maximum cpu usage per Container is 1, but limit is 2` {
 		t.Fatalf("above max: %d %+v", code, st)
 	}
@@ -173,7 +166,7 @@ func TestLimitRangeAdmission(t *testing.T) {
 
 	if code, _ := h.do("POST", "/api/v1/namespaces/"+ns+"/limitranges", "", &corev1.LimitRange{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"}, ObjectMeta: metav1.ObjectMeta{Name: "upside-down"},
-		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Min: resources("cpu", "2"), Max: resources("cpu", "1")}}},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Min: quotatest.List("cpu", "2"), Max: quotatest.List("cpu", "1")}}},
 	}, &st); code != http.StatusUnprocessableEntity || st.Details == nil || st.Details.Causes[0].Field != "spec.limits[0].min[cpu]" ||
 		!strings.Contains(st.Message, "min value 2 is greater than max value 1") {
 		t.Fatalf("min above max: %d %+v", code, st)
@@ -189,44 +182,44 @@ func TestResourceQuotaAdmission(t *testing.T) {
 	pods := "/api/v1/namespaces/" + ns + "/pods"
 	h.mustDo(http.StatusCreated, "POST", quotas, "", &corev1.ResourceQuota{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: resources("pods", "2", "requests.cpu", "1", "limits.cpu", "2")}}, nil)
+		Spec:       corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "2", "requests.cpu", "1", "limits.cpu", "2")}}, nil)
 
 	// A quota whose status has the limits but not yet the usage of each refuses.
-	h.measure(ns, "compute", resources("pods", "0"))
+	h.measure(ns, "compute", quotatest.List("pods", "0"))
 	var st metav1.Status
-	if code, _ := h.do("POST", pods, "", quotaPod("early", resources("cpu", "100m"), resources("cpu", "100m")), &st); code != http.StatusForbidden ||
+	if code, _ := h.do("POST", pods, "", quotaPod("early", quotatest.List("cpu", "100m"), quotatest.List("cpu", "100m")), &st); code != http.StatusForbidden ||
 		st.Message != `pods "early" is forbidden: status unknown for quota: compute, resources: limits.cpu,pods,requests.cpu` {
 		t.Fatalf("before the quota is measured: %d %q", code, st.Message)
 	}
-	h.measure(ns, "compute", resources("pods", "0", "requests.cpu", "0", "limits.cpu", "0"))
+	h.measure(ns, "compute", quotatest.List("pods", "0", "requests.cpu", "0", "limits.cpu", "0"))
 
-	if code, _ := h.do("POST", pods, "", quotaPod("nolimit", resources("cpu", "100m"), nil), &st); code != http.StatusForbidden ||
+	if code, _ := h.do("POST", pods, "", quotaPod("nolimit", quotatest.List("cpu", "100m"), nil), &st); code != http.StatusForbidden ||
 		st.Message != `pods "nolimit" is forbidden: failed quota: compute: must specify limits.cpu for: app` {
 		t.Fatalf("without limits: %d %q", code, st.Message)
 	}
-	h.mustDo(http.StatusCreated, "POST", pods, "", quotaPod("a", resources("cpu", "300m"), resources("cpu", "600m")), nil)
+	h.mustDo(http.StatusCreated, "POST", pods, "", quotaPod("a", quotatest.List("cpu", "300m"), quotatest.List("cpu", "600m")), nil)
 	if got := h.used(ns, "compute"); got != "limits.cpu=600m,pods=1,requests.cpu=300m" {
 		t.Fatalf("used after one pod: %s", got)
 	}
-	if code, _ := h.do("POST", pods, "", quotaPod("b", resources("cpu", "800m"), resources("cpu", "800m")), &st); code != http.StatusForbidden ||
+	if code, _ := h.do("POST", pods, "", quotaPod("b", quotatest.List("cpu", "800m"), quotatest.List("cpu", "800m")), &st); code != http.StatusForbidden ||
 		st.Message != `pods "b" is forbidden: exceeded quota: compute, requested: requests.cpu=800m, used: requests.cpu=300m, limited: requests.cpu=1` {
 		t.Fatalf("over requests.cpu: %d %q", code, st.Message)
 	}
 	// A dry run is judged but charges nothing.
-	h.mustDo(http.StatusCreated, "POST", pods+"?dryRun=All", "", quotaPod("dry", resources("cpu", "100m"), resources("cpu", "100m")), nil)
-	h.mustDo(http.StatusCreated, "POST", pods, "", quotaPod("c", resources("cpu", "100m"), resources("cpu", "100m")), nil)
+	h.mustDo(http.StatusCreated, "POST", pods+"?dryRun=All", "", quotaPod("dry", quotatest.List("cpu", "100m"), quotatest.List("cpu", "100m")), nil)
+	h.mustDo(http.StatusCreated, "POST", pods, "", quotaPod("c", quotatest.List("cpu", "100m"), quotatest.List("cpu", "100m")), nil)
 	if got := h.used(ns, "compute"); got != "limits.cpu=700m,pods=2,requests.cpu=400m" {
 		t.Fatalf("used after two pods: %s", got)
 	}
-	if code, _ := h.do("POST", pods, "", quotaPod("d", resources("cpu", "100m"), resources("cpu", "100m")), &st); code != http.StatusForbidden ||
+	if code, _ := h.do("POST", pods, "", quotaPod("d", quotatest.List("cpu", "100m"), quotatest.List("cpu", "100m")), &st); code != http.StatusForbidden ||
 		st.Message != `pods "d" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=2, limited: pods=2` {
 		t.Fatalf("over pods: %d %q", code, st.Message)
 	}
 
 	// An update that adds node ports is charged for them.
 	h.mustDo(http.StatusCreated, "POST", quotas, "", &corev1.ResourceQuota{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
-		ObjectMeta: metav1.ObjectMeta{Name: "ports"}, Spec: corev1.ResourceQuotaSpec{Hard: resources("services.nodeports", "1")}}, nil)
-	h.measure(ns, "ports", resources("services.nodeports", "0"))
+		ObjectMeta: metav1.ObjectMeta{Name: "ports"}, Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("services.nodeports", "1")}}, nil)
+	h.measure(ns, "ports", quotatest.List("services.nodeports", "0"))
 	services := "/api/v1/namespaces/" + ns + "/services"
 	var svc corev1.Service
 	h.mustDo(http.StatusCreated, "POST", services, "", map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "web"},
@@ -244,8 +237,8 @@ func TestResourceQuotaChargeGivenBackOnFailedWrite(t *testing.T) {
 	ns := h.namespace()
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/resourcequotas", "", &corev1.ResourceQuota{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"}, ObjectMeta: metav1.ObjectMeta{Name: "objects"},
-		Spec: corev1.ResourceQuotaSpec{Hard: resources("count/configmaps", "3")}}, nil)
-	h.measure(ns, "objects", resources("count/configmaps", "0"))
+		Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("count/configmaps", "3")}}, nil)
+	h.measure(ns, "objects", quotatest.List("count/configmaps", "0"))
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "one"}}
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/configmaps", "", cm, nil)
 	h.mustDo(http.StatusConflict, "POST", "/api/v1/namespaces/"+ns+"/configmaps", "", cm, nil)
@@ -262,8 +255,8 @@ func TestResourceQuotaConcurrentCreates(t *testing.T) {
 	const hard = 5
 	h1.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/resourcequotas", "", &corev1.ResourceQuota{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"}, ObjectMeta: metav1.ObjectMeta{Name: "objects"},
-		Spec: corev1.ResourceQuotaSpec{Hard: resources("configmaps", fmt.Sprint(hard))}}, nil)
-	h1.measure(ns, "objects", resources("configmaps", "0"))
+		Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("configmaps", fmt.Sprint(hard))}}, nil)
+	h1.measure(ns, "objects", quotatest.List("configmaps", "0"))
 
 	const tries = 24
 	codes := make([]int, tries)

@@ -7,19 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"minik8s.io/apiserver/internal/defaults"
+	"minik8s.io/shared/quota/quotatest"
 )
-
-func rlist(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 func newResourceQuota() *corev1.ResourceQuota {
 	return &corev1.ResourceQuota{ObjectMeta: meta("quota"), Spec: corev1.ResourceQuotaSpec{
-		Hard: rlist("pods", "10", "requests.cpu", "4", "limits.memory", "8Gi", "count/deployments.apps", "3",
+		Hard: quotatest.List("pods", "10", "requests.cpu", "4", "limits.memory", "8Gi", "count/deployments.apps", "3",
 			"requests.nvidia.com/gpu", "2", "gold.storageclass.storage.k8s.io/requests.storage", "100Gi", "requests.hugepages-2Mi", "1Gi"),
 	}}
 }
@@ -29,7 +22,7 @@ func TestResourceQuotaValidation(t *testing.T) {
 	exists := func(s corev1.ResourceQuotaScope) corev1.ScopedResourceSelectorRequirement {
 		return corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists}
 	}
-	podsOnly := func(q *corev1.ResourceQuota) { q.Spec.Hard = rlist("pods", "5", "requests.cpu", "1") }
+	podsOnly := func(q *corev1.ResourceQuota) { q.Spec.Hard = quotatest.List("pods", "5", "requests.cpu", "1") }
 	runCreate(t, ResourceQuota, nil, newResourceQuota, []createCase[*corev1.ResourceQuota]{
 		{name: "valid"},
 		{name: "unknown resource", mutate: func(q *corev1.ResourceQuota) { q.Spec.Hard["widgets"] = resource.MustParse("1") },
@@ -44,7 +37,7 @@ func TestResourceQuotaValidation(t *testing.T) {
 			want: []problem{inv("spec.hard[pods]")}},
 		{name: "fractional extended resource", mutate: func(q *corev1.ResourceQuota) { q.Spec.Hard["nvidia.com/gpu"] = resource.MustParse("500m") },
 			want: []problem{inv("spec.hard[nvidia.com/gpu]")}},
-		{name: "status checked too", mutate: func(q *corev1.ResourceQuota) { q.Status.Used = rlist("pods", "-1") },
+		{name: "status checked too", mutate: func(q *corev1.ResourceQuota) { q.Status.Used = quotatest.List("pods", "-1") },
 			want: []problem{inv("status.used[pods]")}},
 		{name: "pod scopes", mutate: func(q *corev1.ResourceQuota) {
 			podsOnly(q)
@@ -55,7 +48,7 @@ func TestResourceQuotaValidation(t *testing.T) {
 			q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
 		}, want: []problem{inv("spec.scopes")}},
 		{name: "a pod scope on other resources", mutate: func(q *corev1.ResourceQuota) {
-			q.Spec.Hard = rlist("services", "1")
+			q.Spec.Hard = quotatest.List("services", "1")
 			q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}
 		}, want: []problem{inv("spec.scopes")}},
 		{name: "conflicting scopes", mutate: func(q *corev1.ResourceQuota) {
@@ -77,12 +70,12 @@ func TestResourceQuotaValidation(t *testing.T) {
 				{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn}}}
 		}, want: []problem{req("spec.scopeSelector.matchExpressions.values")}},
 		{name: "BestEffort selector must be Exists", mutate: func(q *corev1.ResourceQuota) {
-			q.Spec.Hard = rlist("pods", "5")
+			q.Spec.Hard = quotatest.List("pods", "5")
 			q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
 				{ScopeName: corev1.ResourceQuotaScopeBestEffort, Operator: corev1.ScopeSelectorOpDoesNotExist}}}
 		}, want: []problem{inv("spec.scopeSelector.matchExpressions.operator")}},
 		{name: "conflicting selectors", mutate: func(q *corev1.ResourceQuota) {
-			q.Spec.Hard = rlist("pods", "5")
+			q.Spec.Hard = quotatest.List("pods", "5")
 			q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
 				exists(corev1.ResourceQuotaScopeBestEffort), exists(corev1.ResourceQuotaScopeNotBestEffort)}}
 		}, want: []problem{inv("spec.scopeSelector.matchExpressions")}},
@@ -90,7 +83,7 @@ func TestResourceQuotaValidation(t *testing.T) {
 	runUpdate(t, ResourceQuota, nil, newResourceQuota, []updateCase[*corev1.ResourceQuota]{
 		{name: "hard may change", mutate: func(q *corev1.ResourceQuota) { q.Spec.Hard["pods"] = resource.MustParse("20") }},
 		{name: "scopes may not", mutate: func(q *corev1.ResourceQuota) {
-			q.Spec.Hard = rlist("pods", "5")
+			q.Spec.Hard = quotatest.List("pods", "5")
 			q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}
 		}, want: []problem{inv("spec.scopes")}},
 	})
@@ -98,10 +91,10 @@ func TestResourceQuotaValidation(t *testing.T) {
 
 func newLimitRange() *corev1.LimitRange {
 	return &corev1.LimitRange{ObjectMeta: meta("limits"), Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-		{Type: corev1.LimitTypeContainer, Min: rlist("cpu", "100m"), Max: rlist("cpu", "2", "memory", "1Gi"),
-			DefaultRequest: rlist("cpu", "200m"), MaxLimitRequestRatio: rlist("cpu", "10")},
-		{Type: corev1.LimitTypePod, Max: rlist("cpu", "4")},
-		{Type: corev1.LimitTypePersistentVolumeClaim, Min: rlist("storage", "1Gi")},
+		{Type: corev1.LimitTypeContainer, Min: quotatest.List("cpu", "100m"), Max: quotatest.List("cpu", "2", "memory", "1Gi"),
+			DefaultRequest: quotatest.List("cpu", "200m"), MaxLimitRequestRatio: quotatest.List("cpu", "10")},
+		{Type: corev1.LimitTypePod, Max: quotatest.List("cpu", "4")},
+		{Type: corev1.LimitTypePersistentVolumeClaim, Min: quotatest.List("storage", "1Gi")},
 	}}}
 }
 
@@ -125,19 +118,19 @@ func TestLimitRangeValidation(t *testing.T) {
 		{name: "default request above max", mutate: func(lr *corev1.LimitRange) { container(lr).DefaultRequest["cpu"] = resource.MustParse("3") },
 			want: []problem{inv("spec.limits[0].defaultRequest[cpu]"), inv("spec.limits[0].defaultRequest[cpu]")}},
 		{name: "default request above default", mutate: func(lr *corev1.LimitRange) {
-			container(lr).Default = rlist("cpu", "500m")
+			container(lr).Default = quotatest.List("cpu", "500m")
 			container(lr).DefaultRequest["cpu"] = resource.MustParse("1")
 		}, want: []problem{inv("spec.limits[0].defaultRequest[cpu]")}},
 		{name: "ratio below 1", mutate: func(lr *corev1.LimitRange) { container(lr).MaxLimitRequestRatio["cpu"] = resource.MustParse("500m") },
 			want: []problem{inv("spec.limits[0].maxLimitRequestRatio[cpu]")}},
 		{name: "ratio above max/min", mutate: func(lr *corev1.LimitRange) { container(lr).MaxLimitRequestRatio["cpu"] = resource.MustParse("30") },
 			want: []problem{inv("spec.limits[0].maxLimitRequestRatio[cpu]")}},
-		{name: "Pod items take no defaults", mutate: func(lr *corev1.LimitRange) { lr.Spec.Limits[1].Default = rlist("cpu", "1") },
+		{name: "Pod items take no defaults", mutate: func(lr *corev1.LimitRange) { lr.Spec.Limits[1].Default = quotatest.List("cpu", "1") },
 			want: []problem{forb("spec.limits[1].default")}},
-		{name: "claim items bound storage", mutate: func(lr *corev1.LimitRange) { lr.Spec.Limits[2].Min = rlist("cpu", "1") },
+		{name: "claim items bound storage", mutate: func(lr *corev1.LimitRange) { lr.Spec.Limits[2].Min = quotatest.List("cpu", "1") },
 			want: []problem{req("spec.limits[2].limits")}},
 		{name: "huge pages default request must equal the default", mutate: func(lr *corev1.LimitRange) {
-			container(lr).Default = rlist("hugepages-2Mi", "4Mi")
+			container(lr).Default = quotatest.List("hugepages-2Mi", "4Mi")
 			container(lr).DefaultRequest["hugepages-2Mi"] = resource.MustParse("2Mi")
 		}, want: []problem{inv("spec.limits[0].defaultRequest[hugepages-2Mi]")}},
 	})

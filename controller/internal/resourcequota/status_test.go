@@ -6,30 +6,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s.io/shared/quota"
+	"minik8s.io/shared/quota/quotatest"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 func pod(name string, phase corev1.PodPhase, cpu string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: corev1.PodStatus{Phase: phase},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
 	if cpu != "" {
-		p.Spec.Containers[0].Resources.Requests = list("cpu", cpu)
-		p.Spec.Containers[0].Resources.Limits = list("cpu", cpu)
+		p.Spec.Containers[0].Resources.Requests = quotatest.List("cpu", cpu)
+		p.Spec.Containers[0].Resources.Limits = quotatest.List("cpu", cpu)
 	}
 	return p
 }
@@ -73,21 +65,21 @@ func TestStatus(t *testing.T) {
 		recheck time.Time
 	}{
 		{"compute and counts", &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{
-			Hard: list("pods", "10", "count/pods", "10", "requests.cpu", "4", "limits.memory", "1Gi", "configmaps", "5", "count/deployments.apps", "2")}},
+			Hard: quotatest.List("pods", "10", "count/pods", "10", "requests.cpu", "4", "limits.memory", "1Gi", "configmaps", "5", "count/deployments.apps", "2")}},
 			// Finished pods and the one past its grace period count only in count/pods; the one
 			// still in its grace period counts until it ends.
 			map[string]string{"pods": "3", "count/pods": "6", "requests.cpu": "600m", "limits.memory": "0", "configmaps": "2", "count/deployments.apps": "1"},
 			now.Add(20 * time.Second)},
-		{"scoped to best-effort pods", &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "10"),
+		{"scoped to best-effort pods", &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "10"),
 			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}}},
 			map[string]string{"pods": "1"}, time.Time{}},
-		{"scopes limit nothing but pods", &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("configmaps", "10"),
+		{"scopes limit nothing but pods", &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("configmaps", "10"),
 			ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
 				{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpExists}}}}},
 			map[string]string{"configmaps": "0"}, time.Time{}},
 		{"what nothing counts keeps its record; what is no longer limited goes",
-			&corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("count/widgets.example.com", "3", "configmaps", "5")},
-				Status: corev1.ResourceQuotaStatus{Used: list("count/widgets.example.com", "1", "services", "4")}},
+			&corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("count/widgets.example.com", "3", "configmaps", "5")},
+				Status: corev1.ResourceQuotaStatus{Used: quotatest.List("count/widgets.example.com", "1", "services", "4")}},
 			map[string]string{"count/widgets.example.com": "1", "configmaps": "2"}, time.Time{}},
 	}
 	for _, tt := range tests {
@@ -119,7 +111,7 @@ func TestUsageChanged(t *testing.T) {
 		return &corev1.Service{Spec: corev1.ServiceSpec{Type: typ, Ports: []corev1.ServicePort{{Port: 80}}}}
 	}
 	claim := func(size string) *corev1.PersistentVolumeClaim {
-		return &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: list("storage", size)}}}
+		return &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: quotatest.List("storage", size)}}}
 	}
 	withLabel := func(p *corev1.Pod) *corev1.Pod { p.Labels = map[string]string{"a": "b"}; return p }
 	tests := []struct {
@@ -150,11 +142,11 @@ func (q *queued) Add(key string) { *q = append(*q, key) }
 // Only new quotas and changed limits are recounted at once: a status change is admission's
 // charge (or this controller's write), which a recount from caches could undo.
 func TestSpecChanged(t *testing.T) {
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "2")}}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "2")}}
 	charged := q.DeepCopy()
-	charged.Status.Used = list("pods", "1")
+	charged.Status.Used = quotatest.List("pods", "1")
 	raised := q.DeepCopy()
-	raised.Spec.Hard = list("pods", "3")
+	raised.Spec.Hard = quotatest.List("pods", "3")
 	var got queued
 	h := specChanged(&got)
 	h.OnUpdate(q, charged)

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"minik8s.io/shared/quota"
 )
 
 // Annotation records on a pod which defaults LimitRanges gave its containers.
@@ -108,10 +110,10 @@ func ValidateClaim(pvc *corev1.PersistentVolumeClaim, ranges []*corev1.LimitRang
 				continue
 			}
 			requests := pvc.Spec.Resources.Requests
-			for _, name := range names(item.Min) {
+			for _, name := range quota.ResourceNames(item.Min) {
 				errs = appendErr(errs, minimum(string(item.Type), name, item.Min[name], requests, nil))
 			}
-			for _, name := range names(item.Max) {
+			for _, name := range quota.ResourceNames(item.Max) {
 				errs = appendErr(errs, maximumRequest(string(item.Type), name, item.Max[name], requests))
 			}
 		}
@@ -126,13 +128,13 @@ func ValidateClaim(pvc *corev1.PersistentVolumeClaim, ranges []*corev1.LimitRang
 func bounds(item corev1.LimitRangeItem, requests, limits corev1.ResourceList) []error {
 	t := string(item.Type)
 	var errs []error
-	for _, name := range names(item.Min) {
+	for _, name := range quota.ResourceNames(item.Min) {
 		errs = appendErr(errs, minimum(t, name, item.Min[name], requests, limits))
 	}
-	for _, name := range names(item.Max) {
+	for _, name := range quota.ResourceNames(item.Max) {
 		errs = appendErr(errs, maximum(t, name, item.Max[name], requests, limits))
 	}
-	for _, name := range names(item.MaxLimitRequestRatio) {
+	for _, name := range quota.ResourceNames(item.MaxLimitRequestRatio) {
 		errs = appendErr(errs, ratio(t, name, item.MaxLimitRequestRatio[name], requests, limits))
 	}
 	return errs
@@ -265,15 +267,6 @@ func maxInto(dst, src corev1.ResourceList) {
 			dst[name] = q.DeepCopy()
 		}
 	}
-}
-
-func names(list corev1.ResourceList) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(list))
-	for name := range list {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func sorted(ranges []*corev1.LimitRange) []*corev1.LimitRange {

@@ -5,28 +5,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik8s.io/shared/quota/quotatest"
 )
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
-
-func printed(l corev1.ResourceList) map[string]string {
-	if l == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for k, v := range l {
-		out[string(k)] = v.String()
-	}
-	return out
-}
 
 func limitRange(name string, items ...corev1.LimitRangeItem) *corev1.LimitRange {
 	return &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.LimitRangeSpec{Limits: items}}
@@ -42,7 +24,7 @@ func container(name string, requests, limits corev1.ResourceList) corev1.Contain
 
 func TestDefault(t *testing.T) {
 	defaults := limitRange("defaults", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer,
-		Default: list("cpu", "500m", "memory", "256Mi"), DefaultRequest: list("cpu", "100m", "memory", "128Mi")})
+		Default: quotatest.List("cpu", "500m", "memory", "256Mi"), DefaultRequest: quotatest.List("cpu", "100m", "memory", "128Mi")})
 	tests := []struct {
 		name       string
 		pod        *corev1.Pod
@@ -54,13 +36,13 @@ func TestDefault(t *testing.T) {
 		{"a bare container gets every default", pod(container("app", nil, nil)), []*corev1.LimitRange{defaults},
 			[]map[string]string{{"cpu": "100m", "memory": "128Mi"}}, []map[string]string{{"cpu": "500m", "memory": "256Mi"}},
 			"LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app"},
-		{"what a container states is kept", pod(container("app", list("cpu", "50m"), list("cpu", "1")), container("side", list("cpu", "10m", "memory", "1Mi"), list("cpu", "10m", "memory", "1Mi"))),
+		{"what a container states is kept", pod(container("app", quotatest.List("cpu", "50m"), quotatest.List("cpu", "1")), container("side", quotatest.List("cpu", "10m", "memory", "1Mi"), quotatest.List("cpu", "10m", "memory", "1Mi"))),
 			[]*corev1.LimitRange{defaults},
 			[]map[string]string{{"cpu": "50m", "memory": "128Mi"}, {"cpu": "10m", "memory": "1Mi"}},
 			[]map[string]string{{"cpu": "1", "memory": "256Mi"}, {"cpu": "10m", "memory": "1Mi"}},
 			"LimitRanger plugin set: memory request for container app; memory limit for container app"},
 		{"Pod and claim items give no defaults", pod(container("app", nil, nil)),
-			[]*corev1.LimitRange{limitRange("pods", corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: list("cpu", "2")})},
+			[]*corev1.LimitRange{limitRange("pods", corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: quotatest.List("cpu", "2")})},
 			[]map[string]string{nil}, []map[string]string{nil}, ""},
 	}
 	for _, tt := range tests {
@@ -69,8 +51,8 @@ func TestDefault(t *testing.T) {
 			Default(p, tt.ranges)
 			var requests, limits []map[string]string
 			for _, c := range p.Spec.Containers {
-				requests = append(requests, printed(c.Resources.Requests))
-				limits = append(limits, printed(c.Resources.Limits))
+				requests = append(requests, quotatest.Printed(c.Resources.Requests))
+				limits = append(limits, quotatest.Printed(c.Resources.Limits))
 			}
 			if d := cmp.Diff(tt.requests, requests); d != "" {
 				t.Errorf("requests (-want +got):\n%s", d)
@@ -88,7 +70,7 @@ func TestDefault(t *testing.T) {
 func TestDefaultInitContainers(t *testing.T) {
 	p := pod(container("app", nil, nil))
 	p.Spec.InitContainers = []corev1.Container{container("setup", nil, nil)}
-	Default(p, []*corev1.LimitRange{limitRange("d", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, DefaultRequest: list("cpu", "100m")})})
+	Default(p, []*corev1.LimitRange{limitRange("d", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, DefaultRequest: quotatest.List("cpu", "100m")})})
 	if want := "LimitRanger plugin set: cpu request for container app; cpu request for init container setup"; p.Annotations[Annotation] != want {
 		t.Errorf("annotation %q, want %q", p.Annotations[Annotation], want)
 	}
@@ -96,28 +78,28 @@ func TestDefaultInitContainers(t *testing.T) {
 
 func TestValidatePod(t *testing.T) {
 	bounded := limitRange("bounds", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer,
-		Min: list("cpu", "100m"), Max: list("cpu", "1", "memory", "1Gi"), MaxLimitRequestRatio: list("cpu", "4")})
-	perPod := limitRange("per-pod", corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: list("memory", "1Gi")})
+		Min: quotatest.List("cpu", "100m"), Max: quotatest.List("cpu", "1", "memory", "1Gi"), MaxLimitRequestRatio: quotatest.List("cpu", "4")})
+	perPod := limitRange("per-pod", corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: quotatest.List("memory", "1Gi")})
 	tests := []struct {
 		name   string
 		pod    *corev1.Pod
 		ranges []*corev1.LimitRange
 		want   string
 	}{
-		{"within bounds", pod(container("app", list("cpu", "200m", "memory", "64Mi"), list("cpu", "400m", "memory", "128Mi"))), []*corev1.LimitRange{bounded}, ""},
-		{"below the minimum request", pod(container("app", list("cpu", "50m", "memory", "64Mi"), list("cpu", "100m", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
+		{"within bounds", pod(container("app", quotatest.List("cpu", "200m", "memory", "64Mi"), quotatest.List("cpu", "400m", "memory", "128Mi"))), []*corev1.LimitRange{bounded}, ""},
+		{"below the minimum request", pod(container("app", quotatest.List("cpu", "50m", "memory", "64Mi"), quotatest.List("cpu", "100m", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
 			"minimum cpu usage per Container is 100m, but request is 50m"},
-		{"no request where a minimum applies", pod(container("app", list("memory", "64Mi"), list("cpu", "1", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
+		{"no request where a minimum applies", pod(container("app", quotatest.List("memory", "64Mi"), quotatest.List("cpu", "1", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
 			"[minimum cpu usage per Container is 100m.  No request is specified, cpu max limit to request ratio per Container is 4, but no request is specified or request is 0]"},
-		{"above the maximum limit", pod(container("app", list("cpu", "1", "memory", "64Mi"), list("cpu", "2", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
+		{"above the maximum limit", pod(container("app", quotatest.List("cpu", "1", "memory", "64Mi"), quotatest.List("cpu", "2", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
 			"maximum cpu usage per Container is 1, but limit is 2"},
-		{"no limit where a maximum applies", pod(container("app", list("cpu", "200m", "memory", "64Mi"), list("cpu", "200m"))), []*corev1.LimitRange{bounded},
+		{"no limit where a maximum applies", pod(container("app", quotatest.List("cpu", "200m", "memory", "64Mi"), quotatest.List("cpu", "200m"))), []*corev1.LimitRange{bounded},
 			"maximum memory usage per Container is 1Gi.  No limit is specified"},
-		{"limit too far above the request", pod(container("app", list("cpu", "100m", "memory", "64Mi"), list("cpu", "800m", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
+		{"limit too far above the request", pod(container("app", quotatest.List("cpu", "100m", "memory", "64Mi"), quotatest.List("cpu", "800m", "memory", "64Mi"))), []*corev1.LimitRange{bounded},
 			"cpu max limit to request ratio per Container is 4, but provided ratio is 8.000000"},
-		{"a pod's containers add up", pod(container("a", list("memory", "600Mi"), list("memory", "600Mi")), container("b", list("memory", "600Mi"), list("memory", "600Mi"))),
+		{"a pod's containers add up", pod(container("a", quotatest.List("memory", "600Mi"), quotatest.List("memory", "600Mi")), container("b", quotatest.List("memory", "600Mi"), quotatest.List("memory", "600Mi"))),
 			[]*corev1.LimitRange{perPod}, "maximum memory usage per Pod is 1Gi, but limit is 1200Mi"},
-		{"the first range broken decides", pod(container("a", list("cpu", "10m", "memory", "2Gi"), list("cpu", "10m", "memory", "2Gi"))),
+		{"the first range broken decides", pod(container("a", quotatest.List("cpu", "10m", "memory", "2Gi"), quotatest.List("cpu", "10m", "memory", "2Gi"))),
 			[]*corev1.LimitRange{perPod, bounded},
 			"[minimum cpu usage per Container is 100m, but request is 10m, maximum memory usage per Container is 1Gi, but limit is 2Gi]"},
 	}
@@ -137,10 +119,10 @@ func TestValidatePod(t *testing.T) {
 
 func TestPodTotalCountsSidecarsAndInitContainers(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
-	p := pod(container("app", list("cpu", "100m"), nil))
-	side := container("side", list("cpu", "50m"), nil)
+	p := pod(container("app", quotatest.List("cpu", "100m"), nil))
+	side := container("side", quotatest.List("cpu", "50m"), nil)
 	side.RestartPolicy = &always
-	p.Spec.InitContainers = []corev1.Container{side, container("migrate", list("cpu", "500m"), nil)}
+	p.Spec.InitContainers = []corev1.Container{side, container("migrate", quotatest.List("cpu", "500m"), nil)}
 	got := podTotal(p, requestsOf)
 	if q := got[corev1.ResourceCPU]; q.String() != "550m" {
 		t.Errorf("pod cpu request %s, want 550m (the init container beside the sidecar)", q.String())
@@ -148,11 +130,11 @@ func TestPodTotalCountsSidecarsAndInitContainers(t *testing.T) {
 }
 
 func TestValidateClaim(t *testing.T) {
-	lr := limitRange("storage", corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Min: list("storage", "1Gi"), Max: list("storage", "10Gi")})
+	lr := limitRange("storage", corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Min: quotatest.List("storage", "1Gi"), Max: quotatest.List("storage", "10Gi")})
 	claim := func(storage string) *corev1.PersistentVolumeClaim {
 		c := &corev1.PersistentVolumeClaim{}
 		if storage != "" {
-			c.Spec.Resources.Requests = list("storage", storage)
+			c.Spec.Resources.Requests = quotatest.List("storage", storage)
 		}
 		return c
 	}

@@ -8,22 +8,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s.io/shared/quota"
+	"minik8s.io/shared/quota/quotatest"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-func list(kv ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return out
-}
 
 // rq is a quota the controller has measured: hard in spec and status, and used.
 func rq(name string, hard, used corev1.ResourceList, scopes ...corev1.ResourceQuotaScope) *corev1.ResourceQuota {
@@ -57,69 +49,69 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "no quota", e: pods, w: Write{Object: pod(nil, nil)}},
 		{name: "a quota of other resources does not limit pods",
-			quotas: []*corev1.ResourceQuota{rq("svc", list("services", "1"), list("services", "1"))},
+			quotas: []*corev1.ResourceQuota{rq("svc", quotatest.List("services", "1"), quotatest.List("services", "1"))},
 			e:      pods, w: Write{Object: pod(nil, nil)}},
 		{name: "within the quota",
-			quotas: []*corev1.ResourceQuota{rq("compute", list("pods", "3", "requests.cpu", "1", "limits.cpu", "2"), list("pods", "1", "requests.cpu", "200m", "limits.cpu", "500m"))},
-			e:      pods, w: Write{Object: pod(list("cpu", "300m"), list("cpu", "600m"))},
+			quotas: []*corev1.ResourceQuota{rq("compute", quotatest.List("pods", "3", "requests.cpu", "1", "limits.cpu", "2"), quotatest.List("pods", "1", "requests.cpu", "200m", "limits.cpu", "500m"))},
+			e:      pods, w: Write{Object: pod(quotatest.List("cpu", "300m"), quotatest.List("cpu", "600m"))},
 			want: map[string]string{"compute": "limits.cpu=1100m,pods=2,requests.cpu=500m"}},
 		{name: "exceeded",
-			quotas: []*corev1.ResourceQuota{rq("compute", list("pods", "3", "requests.cpu", "1", "limits.cpu", "2"), list("pods", "1", "requests.cpu", "800m", "limits.cpu", "1"))},
-			e:      pods, w: Write{Object: pod(list("cpu", "300m"), list("cpu", "600m"))},
+			quotas: []*corev1.ResourceQuota{rq("compute", quotatest.List("pods", "3", "requests.cpu", "1", "limits.cpu", "2"), quotatest.List("pods", "1", "requests.cpu", "800m", "limits.cpu", "1"))},
+			e:      pods, w: Write{Object: pod(quotatest.List("cpu", "300m"), quotatest.List("cpu", "600m"))},
 			refused: "exceeded quota: compute, requested: requests.cpu=300m, used: requests.cpu=800m, limited: requests.cpu=1"},
 		{name: "every exceeded resource is named",
-			quotas: []*corev1.ResourceQuota{rq("count", list("pods", "1", "count/pods", "1"), list("pods", "1", "count/pods", "1"))},
+			quotas: []*corev1.ResourceQuota{rq("count", quotatest.List("pods", "1", "count/pods", "1"), quotatest.List("pods", "1", "count/pods", "1"))},
 			e:      pods, w: Write{Object: pod(nil, nil)},
 			refused: "exceeded quota: count, requested: count/pods=1,pods=1, used: count/pods=1,pods=1, limited: count/pods=1,pods=1"},
 		{name: "a quota on limits needs every container to state them",
-			quotas: []*corev1.ResourceQuota{rq("compute", list("limits.cpu", "2", "limits.memory", "1Gi"), list("limits.cpu", "0", "limits.memory", "0"))},
-			e:      pods, w: Write{Object: pod(list("cpu", "100m"), list("memory", "64Mi"))},
+			quotas: []*corev1.ResourceQuota{rq("compute", quotatest.List("limits.cpu", "2", "limits.memory", "1Gi"), quotatest.List("limits.cpu", "0", "limits.memory", "0"))},
+			e:      pods, w: Write{Object: pod(quotatest.List("cpu", "100m"), quotatest.List("memory", "64Mi"))},
 			refused: "failed quota: compute: must specify limits.cpu for: app"},
 		{name: "a quota the controller has not measured refuses",
-			quotas: []*corev1.ResourceQuota{rq("fresh", list("pods", "2"), nil)},
+			quotas: []*corev1.ResourceQuota{rq("fresh", quotatest.List("pods", "2"), nil)},
 			e:      pods, w: Write{Object: pod(nil, nil)},
 			refused: "status unknown for quota: fresh, resources: pods"},
 		{name: "a quota with spec but no status yet does not apply",
-			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "new"}, Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "0")}}},
+			quotas: []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "new"}, Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("pods", "0")}}},
 			e:      pods, w: Write{Object: pod(nil, nil)}},
 		{name: "a BestEffort quota leaves other pods alone",
-			quotas: []*corev1.ResourceQuota{rq("be", list("pods", "0"), list("pods", "0"), corev1.ResourceQuotaScopeBestEffort)},
-			e:      pods, w: Write{Object: pod(list("cpu", "1"), nil)}},
+			quotas: []*corev1.ResourceQuota{rq("be", quotatest.List("pods", "0"), quotatest.List("pods", "0"), corev1.ResourceQuotaScopeBestEffort)},
+			e:      pods, w: Write{Object: pod(quotatest.List("cpu", "1"), nil)}},
 		{name: "and refuses best-effort pods",
-			quotas: []*corev1.ResourceQuota{rq("be", list("pods", "0"), list("pods", "0"), corev1.ResourceQuotaScopeBestEffort)},
+			quotas: []*corev1.ResourceQuota{rq("be", quotatest.List("pods", "0"), quotatest.List("pods", "0"), corev1.ResourceQuotaScopeBestEffort)},
 			e:      pods, w: Write{Object: pod(nil, nil)},
 			refused: "exceeded quota: be, requested: pods=1, used: pods=0, limited: pods=0"},
 		{name: "each quota that limits the object is charged",
 			quotas: []*corev1.ResourceQuota{
-				rq("a", list("pods", "5"), list("pods", "1")),
-				rq("b", list("count/pods", "5", "requests.memory", "1Gi"), list("count/pods", "2", "requests.memory", "100Mi")),
-				rq("c", list("services", "5"), list("services", "0")),
+				rq("a", quotatest.List("pods", "5"), quotatest.List("pods", "1")),
+				rq("b", quotatest.List("count/pods", "5", "requests.memory", "1Gi"), quotatest.List("count/pods", "2", "requests.memory", "100Mi")),
+				rq("c", quotatest.List("services", "5"), quotatest.List("services", "0")),
 			},
-			e: pods, w: Write{Object: pod(list("memory", "100Mi"), nil)},
+			e: pods, w: Write{Object: pod(quotatest.List("memory", "100Mi"), nil)},
 			want: map[string]string{"a": "pods=2", "b": "count/pods=3,requests.memory=200Mi"}},
 		{name: "one quota exceeded refuses the write",
-			quotas: []*corev1.ResourceQuota{rq("a", list("pods", "5"), list("pods", "1")), rq("b", list("count/pods", "2"), list("count/pods", "2"))},
+			quotas: []*corev1.ResourceQuota{rq("a", quotatest.List("pods", "5"), quotatest.List("pods", "1")), rq("b", quotatest.List("count/pods", "2"), quotatest.List("count/pods", "2"))},
 			e:      pods, w: Write{Object: pod(nil, nil)},
 			refused: "exceeded quota: b, requested: count/pods=1, used: count/pods=2, limited: count/pods=2"},
 		{name: "configmaps count under both names",
-			quotas: []*corev1.ResourceQuota{rq("objects", list("configmaps", "10", "count/configmaps", "2"), list("configmaps", "1", "count/configmaps", "1"))},
+			quotas: []*corev1.ResourceQuota{rq("objects", quotatest.List("configmaps", "10", "count/configmaps", "2"), quotatest.List("configmaps", "1", "count/configmaps", "1"))},
 			e:      configmaps, w: Write{Object: &corev1.ConfigMap{}},
 			want: map[string]string{"objects": "configmaps=2,count/configmaps=2"}},
 		{name: "count/<resource>.<group>",
-			quotas: []*corev1.ResourceQuota{rq("objects", list("count/deployments.apps", "1"), list("count/deployments.apps", "1"))},
+			quotas: []*corev1.ResourceQuota{rq("objects", quotatest.List("count/deployments.apps", "1"), quotatest.List("count/deployments.apps", "1"))},
 			e:      deployments, w: Write{Object: &appsv1.Deployment{}},
 			refused: "exceeded quota: objects, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1"},
 		{name: "updating a counted object charges nothing",
-			quotas: []*corev1.ResourceQuota{rq("objects", list("configmaps", "1"), list("configmaps", "1"))},
+			quotas: []*corev1.ResourceQuota{rq("objects", quotatest.List("configmaps", "1"), quotatest.List("configmaps", "1"))},
 			e:      configmaps, w: Write{Object: &corev1.ConfigMap{Data: map[string]string{"a": "b"}}, Old: &corev1.ConfigMap{}}},
 		{name: "an update charges only what it adds",
-			quotas: []*corev1.ResourceQuota{rq("svc", list("services", "2", "services.nodeports", "3"), list("services", "2", "services.nodeports", "1"))},
+			quotas: []*corev1.ResourceQuota{rq("svc", quotatest.List("services", "2", "services.nodeports", "3"), quotatest.List("services", "2", "services.nodeports", "1"))},
 			e:      services,
 			w: Write{Object: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}, {Port: 81}}}},
 				Old: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Port: 80}, {Port: 81}}}}},
 			want: map[string]string{"svc": "services=2,services.nodeports=3"}},
 		{name: "an update beyond the quota is refused",
-			quotas: []*corev1.ResourceQuota{rq("svc", list("services.loadbalancers", "0"), list("services.loadbalancers", "0"))},
+			quotas: []*corev1.ResourceQuota{rq("svc", quotatest.List("services.loadbalancers", "0"), quotatest.List("services.loadbalancers", "0"))},
 			e:      services,
 			w: Write{Object: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}},
 				Old: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}}},
