@@ -119,17 +119,17 @@ func RetiredBindings(queue string) []string {
 // controllerResources are the resources the controller-manager reconciles or
 // watches for its controllers (ReplicaSet, Deployment, StatefulSet, DaemonSet, HPA, Job,
 // Endpoints, garbage collector, node lifecycle, Ingress, PV binding, CronJob, disruption,
-// ClusterRole aggregation,
-// the root CA publisher). An informer of a resource missing here still works, from
+// ClusterRole aggregation, resource quota, the root CA publisher). An informer of a resource missing here still works, from
 // its periodic relists alone.
 var controllerResources = []string{
 	"pods", "nodes", "leases", "namespaces", "services", "endpoints", "endpointslices",
 	"replicasets", "deployments", "statefulsets", "daemonsets", "horizontalpodautoscalers", "jobs", "controllerrevisions",
-	"cronjobs", "poddisruptionbudgets",
+	"cronjobs", "poddisruptionbudgets", "resourcequotas",
 	"ingresses", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "clusterroles",
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",
 	"roles", "rolebindings", "clusterrolebindings", "priorityclasses", "replicationcontrollers", "networkpolicies", "ingressclasses",
+	"limitranges",
 }
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false

@@ -17,6 +17,7 @@ func TestLookup(t *testing.T) {
 		{"sc", "storageclasses"}, {"storageclass.storage.k8s.io", "storageclasses"}, {"pvc", "persistentvolumeclaims"},
 		{"role", "roles"}, {"clusterroles.rbac.authorization.k8s.io", "clusterroles"}, {"RoleBinding", "rolebindings"},
 		{"clusterrolebinding.rbac", "clusterrolebindings"},
+		{"quota", "resourcequotas"}, {"ResourceQuota", "resourcequotas"}, {"limits", "limitranges"}, {"limitrange", "limitranges"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

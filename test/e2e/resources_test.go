@@ -189,6 +189,12 @@ var kindCases = []kindCase{
 	{file: "networkpolicy.yaml", header: "NAME POD-SELECTOR AGE",
 		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
 		want:  []string{"metadata.labels.patched=yes", "spec.policyTypes.0=Ingress"}},
+	{file: "resourcequota.yaml", header: "NAME AGE REQUEST LIMIT",
+		patch: `{"spec":{"hard":{"pods":"60"}}}`,
+		want:  []string{"spec.hard.pods=60", "spec.hard.configmaps=50"}},
+	{file: "limitrange.yaml", header: "NAME CREATED AT",
+		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,
+		want:  []string{"metadata.labels.patched=yes", "spec.limits.0.defaultRequest.cpu=100m", "spec.limits.0.default.cpu=500m"}},
 	// No serverless component runs beside this apiserver: the execution stays as created.
 	{file: "workflowexecution.yaml", header: "NAME WORKFLOW PHASE DURATION AGE",
 		patch: `{"metadata":{"labels":{"patched":"yes"}}}`,

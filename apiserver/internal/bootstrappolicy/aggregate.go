@@ -69,6 +69,8 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(read...).groups(legacyGroup).resources("pods", "serviceaccounts", "services", "services/status",
 					"endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps").rule(),
 				rule(read...).groups(legacyGroup).resources("events", "pods/status", "namespaces/status", "pods/log").rule(),
+				// The bounds set on the namespace, which only cluster administrators write.
+				rule(read...).groups(legacyGroup).resources("limitranges", "resourcequotas", "resourcequotas/status").rule(),
 				rule(read...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale", "replicationcontrollers/status").rule(),
 				// Reading namespaces at namespace scope reads this namespace: a sign of which
 				// namespaces one has access to.

@@ -96,6 +96,9 @@ func componentCases() map[string]componentCase {
 				{"get", "", "persistentvolumeclaims", ns, "c"}, {"update", "", "persistentvolumeclaims", ns, "c"},
 				{"update", "", "persistentvolumeclaims/status", ns, "c"},
 				{"list", "storage.k8s.io", "storageclasses", "", ""}, {"create", "storage.k8s.io", "storageclasses", "", ""},
+				// resourcequota
+				{"list", "", "resourcequotas", "", ""}, {"watch", "", "resourcequotas", "", ""},
+				{"update", "", "resourcequotas/status", ns, "q"}, {"list", "", "limitranges", "", ""},
 				// root-ca-cert-publisher and clusterrole-aggregation
 				{"list", "", "namespaces", "", ""}, {"list", "", "configmaps", "", ""},
 				{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "admin"},
@@ -115,6 +118,7 @@ func componentCases() map[string]componentCase {
 				{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "cluster-admin"},
 				{"update", "coordination.k8s.io", "leases", system, SchedulerLeaseName},
 				{"update", "", "pods", ns, "p"},
+				{"update", "", "resourcequotas", ns, "q"}, {"create", "", "limitranges", ns, ""},
 			},
 		},
 		"kubeproxy": {

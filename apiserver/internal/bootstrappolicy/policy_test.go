@@ -173,8 +173,9 @@ func TestDefaultNonResourceURLs(t *testing.T) {
 func TestAggregatedRolesCoverServedKinds(t *testing.T) {
 	roles := aggregated()
 	notViewed := map[string]bool{"secrets": true, "leases": true, "roles": true, "rolebindings": true}
-	notEdited := map[string]bool{"endpoints": true, "endpointslices": true, "roles": true, "rolebindings": true, "controllerrevisions": true}
-	notAdministered := map[string]bool{"endpoints": true, "endpointslices": true, "controllerrevisions": true}
+	notEdited := map[string]bool{"endpoints": true, "endpointslices": true, "roles": true, "rolebindings": true, "controllerrevisions": true,
+		"resourcequotas": true, "limitranges": true}
+	notAdministered := map[string]bool{"endpoints": true, "endpointslices": true, "controllerrevisions": true, "resourcequotas": true, "limitranges": true}
 	for _, r := range scheme.Resources {
 		if !r.Namespaced {
 			continue

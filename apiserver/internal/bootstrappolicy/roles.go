@@ -105,6 +105,11 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule(cache...).groups(policyGroup).resources("poddisruptionbudgets").rule(),
 		rule("update").groups(policyGroup).resources("poddisruptionbudgets/status").rule(),
 
+		// resourcequota: recounts each quota's usage from the objects of its namespace (every
+		// kind's metadata, read as the garbage collector's below) and writes its status.
+		rule(cache...).groups(legacyGroup).resources("resourcequotas", "services", "persistentvolumeclaims").rule(),
+		rule("update").groups(legacyGroup).resources("resourcequotas/status").rule(),
+
 		// endpoint: Endpoints of each Service from its pods.
 		rule(cache...).groups(legacyGroup).resources("services", "endpoints").rule(),
 		rule("create", "update", "delete").groups(legacyGroup).resources("endpoints").rule(),

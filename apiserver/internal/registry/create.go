@@ -125,6 +125,17 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 		if errs := st.Validate(obj); len(errs) > 0 {
 			return Written{}, invalid(res, m.GetName(), errs)
 		}
+		if attempt == 0 {
+			release, err := r.admitValid(ctx, OpCreate, Key{Resource: res, Namespace: k.Namespace, Name: m.GetName()}, obj, nil, dry)
+			if err != nil {
+				return Written{}, err
+			}
+			defer func() {
+				if !written {
+					release()
+				}
+			}()
+		}
 		if dry {
 			return Written{Object: obj}, nil
 		}

@@ -25,8 +25,12 @@ var _ = register(Kind[*corev1.Pod]{
 	GracePeriod:      podGracePeriod,
 })
 
-// admitPod is the pod's admission on create: its service account, then its priority.
+// admitPod is the pod's admission on create: its LimitRanges' defaults, its service account,
+// then its priority.
 func admitPod(ctx context.Context, r *Registry, pod *corev1.Pod) error {
+	if err := admitLimitRangeDefaults(ctx, r, pod); err != nil {
+		return err
+	}
 	if err := admitServiceAccount(ctx, r, pod); err != nil {
 		return err
 	}

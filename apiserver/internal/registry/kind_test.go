@@ -57,10 +57,11 @@ func TestKindWithoutDefaults(t *testing.T) {
 
 // Every served kind, as object and as list, gets a table of its own columns, which start with
 // the name (events start with LAST SEEN, as in Kubernetes) and which its rows fit. Roles and
-// ClusterRoles have no printer in Kubernetes either, and show the default NAME, CREATED AT.
+// ClusterRoles have no printer in Kubernetes either, and show the default NAME, CREATED AT;
+// Kubernetes' printer of LimitRanges prints those same columns.
 func TestEveryServedResource(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	defaultColumns := map[string]bool{"Role": true, "ClusterRole": true}
+	defaultColumns := map[string]bool{"Role": true, "ClusterRole": true, "LimitRange": true}
 	for _, r := range scheme.Resources {
 		t.Run(r.Plural, func(t *testing.T) {
 			for _, o := range []runtime.Object{r.New(), r.NewList()} {

@@ -59,6 +59,7 @@ type Registry struct {
 	strategies map[*scheme.Resource]Strategy
 	ns         *namespaces
 	admit      AdmitFunc
+	quotaLocks quotaLocks
 }
 
 // New builds a registry; it starts nothing.

@@ -151,6 +151,17 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 	if len(errs) > 0 {
 		return Written{}, invalid(res, k.Name, errs)
 	}
+	if opts.Subresource == "" {
+		release, err := r.admitValid(ctx, OpUpdate, k, obj, old, opts.DryRun)
+		if err != nil {
+			return Written{}, err
+		}
+		defer func() {
+			if !written {
+				release()
+			}
+		}()
+	}
 	key := storageKey(k)
 	if om.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !st.Finalizing(obj) && !graceful(om) {
 		// The last finalizer is gone from an object being deleted: delete it now. An object

@@ -12,6 +12,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"minik8s.io/shared/storageclass"
 )
 
 var (
@@ -397,9 +399,6 @@ var persistentVolumeColumns = []metav1.TableColumnDefinition{
 	{Name: "VolumeMode", Type: "string", Priority: 1, Description: corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"]},
 }
 
-// betaStorageClassAnnotation predates spec.storageClassName and still wins over it.
-const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
-
 func persistentVolumeRow(pv *corev1.PersistentVolume, now time.Time) metav1.TableRow {
 	claim := ""
 	if pv.Spec.ClaimRef != nil {
@@ -410,10 +409,7 @@ func persistentVolumeRow(pv *corev1.PersistentVolume, now time.Time) metav1.Tabl
 	if pv.DeletionTimestamp != nil {
 		phase = "Terminating"
 	}
-	class, ok := pv.Annotations[betaStorageClassAnnotation]
-	if !ok {
-		class = pv.Spec.StorageClassName
-	}
+	class := storageclass.OfVolume(pv)
 	return metav1.TableRow{Cells: []any{
 		pv.Name, capacity.String(), accessModes(pv.Spec.AccessModes), string(pv.Spec.PersistentVolumeReclaimPolicy),
 		phase, claim, class, unsetOr(pv.Spec.VolumeAttributesClassName), pv.Status.Reason,
@@ -447,12 +443,8 @@ func persistentVolumeClaimRow(pvc *corev1.PersistentVolumeClaim, now time.Time) 
 		q := pvc.Status.Capacity[corev1.ResourceStorage]
 		capacity, modes = q.String(), accessModes(pvc.Status.AccessModes)
 	}
-	class, ok := pvc.Annotations[betaStorageClassAnnotation]
-	if !ok && pvc.Spec.StorageClassName != nil {
-		class = *pvc.Spec.StorageClassName
-	}
 	return metav1.TableRow{Cells: []any{
-		pvc.Name, phase, pvc.Spec.VolumeName, capacity, modes, class,
+		pvc.Name, phase, pvc.Spec.VolumeName, capacity, modes, storageclass.OfClaim(pvc),
 		unsetOr(pvc.Spec.VolumeAttributesClassName), age(pvc.CreationTimestamp, now), volumeMode(pvc.Spec.VolumeMode),
 	}}
 }

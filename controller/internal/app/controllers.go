@@ -18,6 +18,7 @@ import (
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/controller/internal/podautoscaler"
 	"minik8s.io/controller/internal/replicaset"
+	"minik8s.io/controller/internal/resourcequota"
 	"minik8s.io/controller/internal/rootcacert"
 	"minik8s.io/controller/internal/statefulset"
 	"minik8s.io/controller/internal/ttlafterfinished"
@@ -46,6 +47,7 @@ var controllers = []struct {
 	{"nodelifecycle", nodelifecycle.Setup},
 	{"persistentvolume-binder", volume.Setup},
 	{"replicaset", replicaset.Setup},
+	{resourcequota.Name, resourcequota.Setup},
 	{rootcacert.Name, rootcacert.Setup},
 	{"statefulset", statefulset.Setup},
 	{"ttl-after-finished", ttlafterfinished.Setup},

@@ -10,6 +10,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"minik8s.io/shared/storageclass"
 )
 
 // Annotations Kubernetes' binder and provisioners write, kept so tools that read them work.
@@ -19,28 +21,7 @@ const (
 	AnnProvisionedBy     = "pv.kubernetes.io/provisioned-by"
 	AnnDefaultClass      = "storageclass.kubernetes.io/is-default-class"
 	annBetaDefaultClass  = "storageclass.beta.kubernetes.io/is-default-class"
-	annBetaClass         = "volume.beta.kubernetes.io/storage-class"
 )
-
-// ClaimClass is the class a claim asks for: the beta annotation wins over the field, and no
-// class at all is "".
-func ClaimClass(c *corev1.PersistentVolumeClaim) string {
-	if v, ok := c.Annotations[annBetaClass]; ok {
-		return v
-	}
-	if c.Spec.StorageClassName != nil {
-		return *c.Spec.StorageClassName
-	}
-	return ""
-}
-
-// VolumeClass is a volume's class, read the same way.
-func VolumeClass(v *corev1.PersistentVolume) string {
-	if c, ok := v.Annotations[annBetaClass]; ok {
-		return c
-	}
-	return v.Spec.StorageClassName
-}
 
 // IsDefaultClass reports whether a class carries the default annotation.
 func IsDefaultClass(sc *storagev1.StorageClass) bool {
@@ -76,8 +57,8 @@ func BoundToClaim(v *corev1.PersistentVolume, c *corev1.PersistentVolumeClaim) b
 // Misfit says why a volume cannot serve a claim, or "" when it can. It checks what a volume
 // must offer whoever bound it: class, size, access modes and volume mode.
 func Misfit(v *corev1.PersistentVolume, c *corev1.PersistentVolumeClaim) string {
-	if VolumeClass(v) != ClaimClass(c) {
-		return fmt.Sprintf("storage class %q, claim asks for %q", VolumeClass(v), ClaimClass(c))
+	if storageclass.OfVolume(v) != storageclass.OfClaim(c) {
+		return fmt.Sprintf("storage class %q, claim asks for %q", storageclass.OfVolume(v), storageclass.OfClaim(c))
 	}
 	want := c.Spec.Resources.Requests[corev1.ResourceStorage]
 	if has := v.Spec.Capacity[corev1.ResourceStorage]; has.Cmp(want) < 0 {
@@ -130,7 +111,7 @@ func Match(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume) 
 			why["not Available"]++
 		case sel != nil && !sel.Matches(labels.Set(v.Labels)):
 			why["not matching the selector"]++
-		case VolumeClass(v) != ClaimClass(c):
+		case storageclass.OfVolume(v) != storageclass.OfClaim(c):
 			why["of another storage class"]++
 		case misfit != "" && strings.HasPrefix(misfit, "capacity"):
 			why["too small"]++

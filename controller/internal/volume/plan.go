@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"minik8s.io/shared/storageclass"
 )
 
 // Event reasons, Kubernetes' where it has them.
@@ -83,7 +85,7 @@ func DecideClaim(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVo
 }
 
 func decideUnbound(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, classes []*storagev1.StorageClass, provisioner string) ClaimDecision {
-	_, annotated := c.Annotations[annBetaClass]
+	_, annotated := c.Annotations[storageclass.BetaAnnotation]
 	if c.Spec.StorageClassName == nil && !annotated {
 		if def := DefaultClass(classes); def != nil {
 			return ClaimDecision{SetClass: def.Name}
@@ -93,7 +95,7 @@ func decideUnbound(c *corev1.PersistentVolumeClaim, volumes []*corev1.Persistent
 	if pv != nil {
 		return ClaimDecision{Bind: pv}
 	}
-	class := ClaimClass(c)
+	class := storageclass.OfClaim(c)
 	if class == "" {
 		return ClaimDecision{Phase: corev1.ClaimPending, Event: &Event{corev1.EventTypeNormal, ReasonFailedBinding,
 			"no persistent volumes available for this claim and no storage class is set (" + why + ")"}}
