@@ -168,5 +168,7 @@ func (r *Registry) afterWrite(ctx context.Context, k Key, obj runtime.Object, cr
 		r.ns.changed(ctx, obj, created)
 	case "serviceaccounts":
 		r.ns.serviceAccountChanged(k, obj)
+	case "resourcequotas", "limitranges":
+		r.policyChanged(k)
 	}
 }

@@ -97,8 +97,68 @@ func (r *Registry) resourceQuotas(ctx context.Context, namespace string) ([]*cor
 	return listOf[*corev1.ResourceQuota](ctx, r, "resourcequotas", namespace)
 }
 
-// listOf lists the objects of the served resource plural in namespace, as their type T.
+// emptyTTL bounds how long a namespace listed without ResourceQuotas (or LimitRanges) is
+// trusted to have none without another read. Writes of either kind through this apiserver
+// forget it at once; another apiserver's are seen within emptyTTL (Kubernetes' admission
+// trusts its caches' empty answers for 30 s). Most namespaces have neither, and most creates
+// then cost no read at all.
+const emptyTTL = 2 * time.Second
+
+// emptyPolicies remembers the namespaces last listed without quotas or limit ranges.
+type emptyPolicies struct {
+	mu      sync.Mutex
+	seen    map[string]time.Time // plural + "/" + namespace -> when it was listed empty
+	changes uint64               // writes of either kind so far
+}
+
+func (e *emptyPolicies) empty(key string, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.seen[key]
+	return ok && now.Sub(at) < emptyTTL
+}
+
+// generation is the count of writes, read before a list.
+func (e *emptyPolicies) generation() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changes
+}
+
+// listedEmpty records key as listed empty at at, unless a write came since generation gen:
+// the list may not have seen it.
+func (e *emptyPolicies) listedEmpty(key string, at time.Time, gen uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.changes != gen {
+		return
+	}
+	if e.seen == nil {
+		e.seen = map[string]time.Time{}
+	}
+	e.seen[key] = at
+}
+
+func (e *emptyPolicies) changed(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.changes++
+	delete(e.seen, key)
+}
+
+// policyChanged is told about every ResourceQuota and LimitRange write.
+func (r *Registry) policyChanged(k Key) {
+	r.emptyPolicies.changed(k.Resource.Plural + "/" + k.Namespace)
+}
+
+// listOf lists the objects of the served resource plural in namespace, as their type T; a
+// namespace recently seen without any is not read again (emptyTTL).
 func listOf[T runtime.Object](ctx context.Context, r *Registry, plural, namespace string) ([]T, error) {
+	key := plural + "/" + namespace
+	if r.emptyPolicies.empty(key, r.now()) {
+		return nil, nil
+	}
+	at, gen := r.now(), r.emptyPolicies.generation()
 	list, err := r.List(ctx, Key{Resource: served(plural), Namespace: namespace}, ListOptions{})
 	if err != nil {
 		return nil, err
@@ -108,6 +168,9 @@ func listOf[T runtime.Object](ctx context.Context, r *Registry, plural, namespac
 		if t, ok := obj.(T); ok {
 			out = append(out, t)
 		}
+	}
+	if len(out) == 0 {
+		r.emptyPolicies.listedEmpty(key, at, gen)
 	}
 	return out, nil
 }

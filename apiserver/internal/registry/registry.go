@@ -60,6 +60,8 @@ type Registry struct {
 	ns         *namespaces
 	admit      AdmitFunc
 	quotaLocks quotaLocks
+	// emptyPolicies are the namespaces recently listed without quotas or limit ranges.
+	emptyPolicies emptyPolicies
 }
 
 // New builds a registry; it starts nothing.

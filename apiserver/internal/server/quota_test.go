@@ -299,3 +299,29 @@ func TestResourceQuotaConcurrentCreates(t *testing.T) {
 		t.Fatalf("used %s, want %d", used.String(), hard)
 	}
 }
+
+// A namespace seen without LimitRanges or quotas is not read again for a moment, but the
+// first of either written through the apiserver holds for the very next create.
+func TestPoliciesWrittenAfterAnEmptyNamespace(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	pods := "/api/v1/namespaces/" + ns + "/pods"
+	h.mustDo(http.StatusCreated, "POST", pods, "", quotaPod("first", nil, nil), nil)
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/limitranges", "", &corev1.LimitRange{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"}, ObjectMeta: metav1.ObjectMeta{Name: "defaults"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Default: quotatest.List("memory", "256Mi"), DefaultRequest: quotatest.List("memory", "128Mi")}}}}, nil)
+	var pod corev1.Pod
+	h.mustDo(http.StatusCreated, "POST", pods, "", quotaPod("second", nil, nil), &pod)
+	if got := pod.Spec.Containers[0].Resources.Requests.Memory().String(); got != "128Mi" {
+		t.Fatalf("a pod created right after the first LimitRange got memory request %s, want its default 128Mi", got)
+	}
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/resourcequotas", "", &corev1.ResourceQuota{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"}, ObjectMeta: metav1.ObjectMeta{Name: "count"},
+		Spec: corev1.ResourceQuotaSpec{Hard: quotatest.List("configmaps", "0")}}, nil)
+	h.measure(ns, "count", quotatest.List("configmaps", "0"))
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	if code, _ := h.do("POST", "/api/v1/namespaces/"+ns+"/configmaps", "", cm, nil); code != http.StatusForbidden {
+		t.Fatalf("a configmap created right after a quota of none: %d, want 403", code)
+	}
+}
