@@ -175,7 +175,7 @@ func TestAggregatedRolesCoverServedKinds(t *testing.T) {
 	notViewed := map[string]bool{"secrets": true, "leases": true, "roles": true, "rolebindings": true}
 	notEdited := map[string]bool{"endpoints": true, "endpointslices": true, "roles": true, "rolebindings": true, "controllerrevisions": true}
 	notAdministered := map[string]bool{"endpoints": true, "endpointslices": true, "controllerrevisions": true}
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		if !r.Namespaced {
 			continue
 		}
