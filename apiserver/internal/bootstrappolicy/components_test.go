@@ -63,6 +63,9 @@ func componentCases() map[string]componentCase {
 				// replicaset and job
 				{"create", "", "pods", ns, ""}, {"patch", "", "pods", ns, "p"}, {"delete", "", "pods", ns, "p"},
 				{"update", "apps", "replicasets/status", ns, "rs"}, {"update", "batch", "jobs/status", ns, "j"},
+				// replicationcontroller
+				{"watch", "", "replicationcontrollers", "", ""}, {"get", "", "replicationcontrollers", ns, "rc"},
+				{"update", "", "replicationcontrollers/status", ns, "rc"},
 				// statefulset
 				{"list", "apps", "statefulsets", "", ""}, {"get", "apps", "statefulsets", ns, "web"},
 				{"update", "apps", "statefulsets/status", ns, "web"}, {"list", "apps", "controllerrevisions", "", ""},

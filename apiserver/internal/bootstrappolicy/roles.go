@@ -73,6 +73,11 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule("update").groups(appsGroup).resources("replicasets/status").rule(),
 		rule("create", "patch", "delete").groups(legacyGroup).resources("pods").rule(),
 
+		// replicationcontroller: the same for ReplicationControllers.
+		rule(cache...).groups(legacyGroup).resources("replicationcontrollers").rule(),
+		rule("get").groups(legacyGroup).resources("replicationcontrollers").rule(),
+		rule("update").groups(legacyGroup).resources("replicationcontrollers/status").rule(),
+
 		// statefulset: creates, patches (adoption, identity, labels) and deletes its pods and
 		// their claims (owner references from the retention policy); keeps its
 		// ControllerRevisions; writes StatefulSet status.

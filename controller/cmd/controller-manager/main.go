@@ -46,6 +46,7 @@ func main() {
 	fs.IntVar(&cfg.EndpointWorkers, "concurrent-endpoint-syncs", 5, "Services the Endpoints and EndpointSlice controllers each reconcile at once")
 	fs.DurationVar(&cfg.EndpointResync, "endpoint-resync-period", time.Minute, "how often the Endpoints and EndpointSlice controllers revisit every Service")
 	fs.IntVar(&cfg.ReplicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSets the ReplicaSet controller reconciles at once")
+	fs.IntVar(&cfg.ReplicationControllerWorkers, "concurrent-rc-syncs", 5, "ReplicationControllers the replication controller reconciles at once")
 	fs.IntVar(&cfg.DeploymentWorkers, "concurrent-deployment-syncs", 5, "Deployments the Deployment controller reconciles at once")
 	fs.DurationVar(&cfg.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "How often each HorizontalPodAutoscaler's metrics are looked at and its target rescaled")
 	fs.IntVar(&cfg.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one EndpointSlice (1-1000)")

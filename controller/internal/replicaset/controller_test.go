@@ -38,7 +38,7 @@ func listOf(objs ...runtime.Object) informer.ListerWatcher {
 // harness is a controller over caches that show only what a test applies to them, and fake
 // writers that hold what the controller wrote: a cache behind the apiserver.
 type harness struct {
-	c         *Controller
+	c         *Controller[*appsv1.ReplicaSet]
 	rss, pods *informer.Informer
 	rsAPI     *fake.Writer[*appsv1.ReplicaSet]
 	podAPI    *fake.Writer[*corev1.Pod]
@@ -56,7 +56,7 @@ func start(t *testing.T, rs *appsv1.ReplicaSet, pods ...*corev1.Pod) *harness {
 	}
 	h.rss = informer.New(informer.Config{Name: "replicasets", ListerWatcher: listOf(rs), NoWatch: true, RelistPeriod: time.Hour})
 	h.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(stored...), NoWatch: true, RelistPeriod: time.Hour})
-	h.c = New(Config{ReplicaSetInformer: h.rss, PodInformer: h.pods, ReplicaSets: h.rsAPI, Pods: h.podAPI,
+	h.c = New(Config[*appsv1.ReplicaSet]{Name: Name, View: ReplicaSets, OwnerInformer: h.rss, PodInformer: h.pods, Owners: h.rsAPI, Pods: h.podAPI,
 		Recorder: record.NewFake(100)})
 	go func() { _ = h.rss.Start(t.Context()) }()
 	go func() { _ = h.pods.Start(t.Context()) }()
