@@ -93,6 +93,7 @@ func componentCases() map[string]componentCase {
 				{"get", "", "pods/exec", "minik8s-ingress", "nginx"}, {"create", "", "pods/exec", "minik8s-ingress", "nginx"},
 				{"get", "", "configmaps", "minik8s-ingress", "c"}, {"create", "", "configmaps", "minik8s-ingress", ""},
 				{"update", "", "configmaps", "minik8s-ingress", "c"},
+				{"watch", "networking.k8s.io", "ingressclasses", "", ""}, {"create", "networking.k8s.io", "ingressclasses", "", ""},
 				// persistentvolume-binder
 				{"create", "", "persistentvolumes", "", ""}, {"update", "", "persistentvolumes", "", "pv"},
 				{"delete", "", "persistentvolumes", "", "pv"}, {"update", "", "persistentvolumes/status", "", "pv"},

@@ -50,7 +50,7 @@ func main() {
 	fs.IntVar(&cfg.DeploymentWorkers, "concurrent-deployment-syncs", 5, "Deployments the Deployment controller reconciles at once")
 	fs.DurationVar(&cfg.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "How often each HorizontalPodAutoscaler's metrics are looked at and its target rescaled")
 	fs.IntVar(&cfg.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one EndpointSlice (1-1000)")
-	fs.StringVar(&cfg.IngressClass, "ingress-class", "nginx", "ingressClassName the Ingress controller serves (Ingresses naming no class are served too)")
+	fs.StringVar(&cfg.IngressClass, "ingress-class", "nginx", "IngressClass the Ingress controller serves, made at start (the default class unless another is) when missing")
 	fs.StringVar(&cfg.IngressNamespace, "ingress-nginx-namespace", "minik8s-ingress", "namespace of the nginx pods and of their Service ingress-nginx")
 	fs.StringVar(&cfg.IngressNginxImage, "ingress-nginx-image", "minik8s/nginx:1.0", "image of the nginx pods (built by make images)")
 	fs.IntVar(&cfg.IngressNginxReplicas, "ingress-nginx-replicas", 1, "how many nginx pods serve the Ingresses")
