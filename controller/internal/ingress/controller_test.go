@@ -20,24 +20,10 @@ import (
 
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/informer/informertest"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/testwait"
 )
-
-func listOf(objs ...runtime.Object) informer.ListerWatcher {
-	return informer.ListWatchFuncs{
-		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-			for _, o := range objs {
-				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
-			}
-			return list, nil
-		},
-		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return nil, errors.New("no watch in this test")
-		},
-	}
-}
 
 // fakes are the controller's writers, in memory; pod patches reach the pods informer, as the
 // bus would bring them.
@@ -159,7 +145,7 @@ func TestControllerDeliversAndReports(t *testing.T) {
 	ing = api.ingresses.Put(ing)
 	good, bad := api.pods.Put(nginxPod("good", labelled)), api.pods.Put(nginxPod("bad", labelled))
 	mk := func(name string, objs ...runtime.Object) *informer.Informer {
-		return informer.New(informer.Config{Name: name, ListerWatcher: listOf(objs...), NoWatch: true, RelistPeriod: time.Hour})
+		return informer.New(informer.Config{Name: name, ListerWatcher: informertest.Fixed(objs...), NoWatch: true, RelistPeriod: time.Hour})
 	}
 	ings, svcs, pods := mk("ingresses", ing), mk("services", nginxSvc), mk("pods", good, bad)
 	// Our class is the default one, so the Ingress naming none is ours.
@@ -226,7 +212,7 @@ func TestControllerMakesItsClass(t *testing.T) {
 	classless := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "classless", ResourceVersion: "4"}}
 	api := newFakes()
 	mk := func(name string, objs ...runtime.Object) *informer.Informer {
-		return informer.New(informer.Config{Name: name, ListerWatcher: listOf(objs...), NoWatch: true, RelistPeriod: time.Hour})
+		return informer.New(informer.Config{Name: name, ListerWatcher: informertest.Fixed(objs...), NoWatch: true, RelistPeriod: time.Hour})
 	}
 	ings, classes, svcs, pods := mk("ingresses", theirs, classless), mk("ingressclasses", other), mk("services"), mk("pods")
 	c := New(api.with(Config{IngressInformer: ings, IngressClassInformer: classes, ServiceInformer: svcs, PodInformer: pods,

@@ -1,8 +1,6 @@
 package replication
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,26 +15,10 @@ import (
 	"minik8s.io/controller/internal/replicaset"
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/informer/informertest"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/testwait"
 )
-
-// listOf lists objs at the resourceVersion of the newest, as the apiserver would.
-func listOf(objs ...runtime.Object) informer.ListerWatcher {
-	return informer.ListWatchFuncs{
-		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}
-			for _, o := range objs {
-				list.ResourceVersion = o.(metav1.Object).GetResourceVersion()
-				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
-			}
-			return list, nil
-		},
-		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return nil, errors.New("no watch in this test")
-		},
-	}
-}
 
 // recorder keeps what each event was about.
 type recorder struct {
@@ -77,8 +59,8 @@ func start(t *testing.T, rc *corev1.ReplicationController, pods ...*corev1.Pod) 
 	for _, p := range pods {
 		stored = append(stored, h.podAPI.Put(p))
 	}
-	h.rcs = informer.New(informer.Config{Name: "replicationcontrollers", ListerWatcher: listOf(rc), NoWatch: true, RelistPeriod: time.Hour})
-	h.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(stored...), NoWatch: true, RelistPeriod: time.Hour})
+	h.rcs = informer.New(informer.Config{Name: "replicationcontrollers", ListerWatcher: informertest.Fixed(rc), NoWatch: true, RelistPeriod: time.Hour})
+	h.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: informertest.Fixed(stored...), NoWatch: true, RelistPeriod: time.Hour})
 	h.c = New(replicaset.Config[*corev1.ReplicationController]{OwnerInformer: h.rcs, PodInformer: h.pods,
 		Owners: h.rcAPI, Pods: h.podAPI, Recorder: h.recorder})
 	go func() { _ = h.rcs.Start(t.Context()) }()
