@@ -2,12 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
-	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,22 +20,10 @@ import (
 // observed generation); the scale subresource moves them; deleting the ReplicationController
 // takes its pods.
 func TestReplicationController(t *testing.T) {
-	home, amqpURL, admin := startAPIServer(t)
+	_, admin := runControllers(t, "replicationcontroller", "garbagecollector")
 	pods := client.MustFor[*corev1.Pod, *corev1.PodList](admin)
 	rcs := client.MustFor[*corev1.ReplicationController, *corev1.ReplicationControllerList](admin)
 	const ns = "default"
-	stop := runControllerManager(t, Config{
-		Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
-		AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: "cm-replication",
-		Controllers:            []string{"replicationcontroller", "garbagecollector"},
-		NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
-		ShutdownTimeout: 20 * time.Second,
-	}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	t.Cleanup(func() {
-		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller-manager: %v", err)
-		}
-	})
 
 	orphan, err := pods.Create(t.Context(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{"app": "rc-web"}},
