@@ -34,6 +34,7 @@ const (
 	Endpoints                = "endpoints"
 	EndpointSlices           = "endpointslices"
 	Ingresses                = "ingresses"
+	IngressClasses           = "ingressclasses"
 	ReplicaSets              = "replicasets"
 	Deployments              = "deployments"
 	DaemonSets               = "daemonsets"

@@ -3,6 +3,7 @@ package scheme
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -71,7 +72,7 @@ func Convert(obj runtime.Object, to *Resource) (runtime.Object, error) {
 		return list, nil
 	}
 	out := to.New()
-	if fmt.Sprintf("%T", out) == fmt.Sprintf("%T", obj) {
+	if reflect.TypeOf(out) == reflect.TypeOf(obj) {
 		return obj, nil
 	}
 	if err := Scheme.Convert(obj, out, nil); err != nil {

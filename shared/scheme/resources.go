@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -156,6 +157,9 @@ var OtherVersions = []*Resource{
 	{GVK: autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} },
 		Storage: mustStored(autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"))},
+	{GVK: eventsv1.SchemeGroupVersion.WithKind("Event"), Plural: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
+		DeleteCollection: true, New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
+		Storage: mustStored(corev1.SchemeGroupVersion.WithResource("events"))},
 }
 
 func mustStored(gvr schema.GroupVersionResource) *Resource {
@@ -215,7 +219,8 @@ func Lookup(name string) (*Resource, error) {
 	if i := strings.Index(n, "."); i > 0 {
 		n, group = n[:i], n[i+1:]
 	}
-	for _, r := range Resources {
+	// Without a group, a kind's stored version answers first (events are core/v1 events).
+	for _, r := range Served() {
 		if group != "" && r.GVK.Group != group && !strings.HasPrefix(r.GVK.Group, group) {
 			continue
 		}

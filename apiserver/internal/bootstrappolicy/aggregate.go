@@ -48,6 +48,8 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				rule(write...).groups(legacyGroup).resources("serviceaccounts", "services", "persistentvolumeclaims",
 					"configmaps", "secrets", "events").rule(),
 				rule(write...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale").rule(),
+				// The same Events, through the newer API.
+				rule(write...).groups(eventsGroup).resources("events").rule(),
 				rule("create").groups(legacyGroup).resources("serviceaccounts/token").rule(),
 
 				rule(write...).groups(appsGroup).resources("daemonsets", "deployments", "deployments/scale", "replicasets", "replicasets/scale",
@@ -76,6 +78,7 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 				// namespaces one has access to.
 				rule(read...).groups(legacyGroup).resources("namespaces").rule(),
 				rule(read...).groups(discoveryGroup).resources("endpointslices").rule(),
+				rule(read...).groups(eventsGroup).resources("events").rule(),
 				rule(read...).groups(appsGroup).resources("controllerrevisions", "daemonsets", "daemonsets/status", "deployments", "deployments/status", "deployments/scale",
 					"replicasets", "replicasets/status", "replicasets/scale", "statefulsets", "statefulsets/status", "statefulsets/scale").rule(),
 				rule(read...).groups(autoscalingGroup).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status").rule(),

@@ -63,6 +63,9 @@ func componentCases() map[string]componentCase {
 				// replicaset and job
 				{"create", "", "pods", ns, ""}, {"patch", "", "pods", ns, "p"}, {"delete", "", "pods", ns, "p"},
 				{"update", "apps", "replicasets/status", ns, "rs"}, {"update", "batch", "jobs/status", ns, "j"},
+				// replicationcontroller
+				{"watch", "", "replicationcontrollers", "", ""}, {"get", "", "replicationcontrollers", ns, "rc"},
+				{"update", "", "replicationcontrollers/status", ns, "rc"},
 				// statefulset
 				{"list", "apps", "statefulsets", "", ""}, {"get", "apps", "statefulsets", ns, "web"},
 				{"update", "apps", "statefulsets/status", ns, "web"}, {"list", "apps", "controllerrevisions", "", ""},
@@ -90,6 +93,7 @@ func componentCases() map[string]componentCase {
 				{"get", "", "pods/exec", "minik8s-ingress", "nginx"}, {"create", "", "pods/exec", "minik8s-ingress", "nginx"},
 				{"get", "", "configmaps", "minik8s-ingress", "c"}, {"create", "", "configmaps", "minik8s-ingress", ""},
 				{"update", "", "configmaps", "minik8s-ingress", "c"},
+				{"watch", "networking.k8s.io", "ingressclasses", "", ""}, {"create", "networking.k8s.io", "ingressclasses", "", ""},
 				// persistentvolume-binder
 				{"create", "", "persistentvolumes", "", ""}, {"update", "", "persistentvolumes", "", "pv"},
 				{"delete", "", "persistentvolumes", "", "pv"}, {"update", "", "persistentvolumes/status", "", "pv"},

@@ -176,7 +176,7 @@ func TestAggregatedRolesCoverServedKinds(t *testing.T) {
 	notEdited := map[string]bool{"endpoints": true, "endpointslices": true, "roles": true, "rolebindings": true, "controllerrevisions": true,
 		"resourcequotas": true, "limitranges": true}
 	notAdministered := map[string]bool{"endpoints": true, "endpointslices": true, "controllerrevisions": true, "resourcequotas": true, "limitranges": true}
-	for _, r := range scheme.Resources {
+	for _, r := range scheme.Served() {
 		if !r.Namespaced {
 			continue
 		}

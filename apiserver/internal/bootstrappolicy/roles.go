@@ -73,6 +73,11 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		rule("update").groups(appsGroup).resources("replicasets/status").rule(),
 		rule("create", "patch", "delete").groups(legacyGroup).resources("pods").rule(),
 
+		// replicationcontroller: the same for ReplicationControllers.
+		rule(cache...).groups(legacyGroup).resources("replicationcontrollers").rule(),
+		rule("get").groups(legacyGroup).resources("replicationcontrollers").rule(),
+		rule("update").groups(legacyGroup).resources("replicationcontrollers/status").rule(),
+
 		// statefulset: creates, patches (adoption, identity, labels) and deletes its pods and
 		// their claims (owner references from the retention policy); keeps its
 		// ControllerRevisions; writes StatefulSet status.
@@ -138,8 +143,10 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 		// ingress: runs nginx pods (and their namespace and Service) for the Ingresses,
 		// hands each pod its configuration through pods/exec (a WebSocket GET, or SPDY's
 		// POST where the upgrade is refused), notes what a pod was given (patch), keeps the
-		// rendered configuration in a ConfigMap, and writes Ingress status.
-		rule(cache...).groups(networkingGroup).resources("ingresses").rule(),
+		// rendered configuration in a ConfigMap, and writes Ingress status; reads the
+		// IngressClasses and makes its own at start.
+		rule(cache...).groups(networkingGroup).resources("ingresses", "ingressclasses").rule(),
+		rule("create").groups(networkingGroup).resources("ingressclasses").rule(),
 		rule("update").groups(networkingGroup).resources("ingresses/status").rule(),
 		rule("get", "create").groups(legacyGroup).resources("namespaces").rule(),
 		rule("create").groups(legacyGroup).resources("services").rule(),

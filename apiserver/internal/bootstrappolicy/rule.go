@@ -23,6 +23,7 @@ const (
 	batchGroup          = "batch"
 	coordinationGroup   = "coordination.k8s.io"
 	discoveryGroup      = "discovery.k8s.io"
+	eventsGroup         = "events.k8s.io"
 	networkingGroup     = "networking.k8s.io"
 	policyGroup         = "policy"
 	rbacGroup           = rbacv1.GroupName
@@ -61,9 +62,10 @@ func (b ruleBuilder) urls(u ...string) ruleBuilder {
 func (b ruleBuilder) rule() rbacv1.PolicyRule { return b.r }
 
 // eventsRule is what every component that records Events needs: shared/record creates them
-// and patches them to count repeats (update too, as Kubernetes' recorders may).
+// and patches them to count repeats (update too, as Kubernetes' recorders may), and recorders
+// of the newer API write the same events through events.k8s.io.
 func eventsRule() rbacv1.PolicyRule {
-	return rule("create", "update", "patch").groups(legacyGroup).resources("events").rule()
+	return rule("create", "update", "patch").groups(legacyGroup, eventsGroup).resources("events").rule()
 }
 
 // Subjects of the default bindings.

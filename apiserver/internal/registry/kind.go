@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s.io/apiserver/internal/allocator"
 	"minik8s.io/apiserver/internal/tables"
@@ -37,6 +38,10 @@ type Kind[T runtime.Object] struct {
 	KeepOnUpdate func(obj, old T)
 	// Validation checks the name and spec on create and update, and what may not change.
 	Validation validation.Rules[T]
+	// VersionValidation checks, besides Validation, a write made through served, another
+	// version of the kind (one of scheme.OtherVersions); old is the zero T on create. Kubernetes
+	// holds events written through events.k8s.io to stricter rules than core ones.
+	VersionValidation func(served *scheme.Resource, obj, old T) field.ErrorList
 	// Fields are what a field selector may name besides metadata.name and
 	// metadata.namespace, with obj's values.
 	Fields func(obj T) fields.Set

@@ -85,6 +85,9 @@ type Key struct {
 	Resource  *scheme.Resource
 	Namespace string
 	Name      string
+	// Served is the resource a request named when it is another version of Resource (one of
+	// scheme.OtherVersions), whose writes may answer to further rules; nil otherwise.
+	Served *scheme.Resource
 }
 
 // String is the key as a path: plural/namespace/name.

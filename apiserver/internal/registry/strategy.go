@@ -35,6 +35,9 @@ type Strategy interface {
 	Admit(ctx context.Context, r *Registry, obj runtime.Object) error
 	Validate(obj runtime.Object) field.ErrorList
 	ValidateUpdate(obj, old runtime.Object) field.ErrorList
+	// ValidateVersion runs the Kind's VersionValidation for a write through served (nil for
+	// the stored version: nothing more to check); old is nil on create.
+	ValidateVersion(served *scheme.Resource, obj, old runtime.Object) field.ErrorList
 	Allocate(ctx context.Context, old, obj runtime.Object) (undo func(), err error)
 	Release(ctx context.Context, old, obj runtime.Object)
 	CheckDelete(name string) error
@@ -111,6 +114,18 @@ func (s kindStrategy[T]) ValidateUpdate(obj, old runtime.Object) field.ErrorList
 		return field.ErrorList{field.InternalError(nil, fmt.Errorf("update of %T with %T", old, obj))}
 	}
 	return s.k.Validation.ValidateUpdate(n, o)
+}
+
+func (s kindStrategy[T]) ValidateVersion(served *scheme.Resource, obj, old runtime.Object) field.ErrorList {
+	if served == nil || s.k.VersionValidation == nil {
+		return nil
+	}
+	n, ok := obj.(T)
+	if !ok {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
+	}
+	o, _ := old.(T) // the zero T on create
+	return s.k.VersionValidation(served, n, o)
 }
 
 func (s kindStrategy[T]) Allocate(ctx context.Context, old, obj runtime.Object) (func(), error) {

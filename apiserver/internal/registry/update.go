@@ -147,6 +147,7 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 	errs := st.Validate(obj)
 	if opts.Subresource != "binding" {
 		errs = append(errs, st.ValidateUpdate(obj, old)...)
+		errs = append(errs, st.ValidateVersion(k.Served, obj, old)...)
 	}
 	if len(errs) > 0 {
 		return Written{}, invalid(res, k.Name, errs)

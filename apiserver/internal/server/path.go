@@ -74,9 +74,14 @@ func (t target) checkSubresource() error {
 	return nil
 }
 
-// key is the registry's name for the target, under the resource its objects are stored as.
+// key is the registry's name for the target, under the resource its objects are stored as,
+// with the version the request named when it is another.
 func (t target) key() registry.Key {
-	return registry.Key{Resource: t.res.Stored(), Namespace: t.namespace, Name: t.name}
+	k := registry.Key{Resource: t.res.Stored(), Namespace: t.namespace, Name: t.name}
+	if t.res.Storage != nil {
+		k.Served = t.res
+	}
+	return k
 }
 
 func metaOf(obj runtime.Object) (metav1.Object, error) {

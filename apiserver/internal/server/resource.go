@@ -14,6 +14,7 @@ import (
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
 )
 
 // The verbs of every resource: read the request's options and body, call the registry,
@@ -40,6 +41,16 @@ func (s *Server) get(c *gin.Context, t target) {
 // selectors turns parsed list options into the registry's, checking the fields named.
 func (s *Server) selectors(t target, opts *internalversion.ListOptions) (registry.Selectors, error) {
 	sel := registry.Selectors{Labels: opts.LabelSelector, Fields: opts.FieldSelector}
+	if t.res.Storage != nil && sel.Fields != nil && !sel.Fields.Empty() {
+		// Fields are named as the served version has them and selected on the stored ones.
+		f, err := sel.Fields.Transform(func(label, value string) (string, string, error) {
+			return scheme.Scheme.ConvertFieldLabel(t.res.GVK, label, value)
+		})
+		if err != nil {
+			return sel, apierror.New(apierror.ErrBadRequest, "%v", err)
+		}
+		sel.Fields = f
+	}
 	return sel, s.reg.CheckSelectors(t.res.Stored(), sel)
 }
 

@@ -83,27 +83,6 @@ func validateNodeUpdate(n, o *corev1.Node) field.ErrorList {
 	return nil
 }
 
-// Event is how Events are validated.
-var Event = Rules[*corev1.Event]{Name: dnsSubdomain, Spec: validateEvent}
-
-func validateEvent(e *corev1.Event) field.ErrorList {
-	var allErrs field.ErrorList
-	io := field.NewPath("involvedObject")
-	if e.InvolvedObject.Kind == "" {
-		allErrs = append(allErrs, field.Required(io.Child("kind"), ""))
-	}
-	if e.InvolvedObject.Name == "" {
-		allErrs = append(allErrs, field.Required(io.Child("name"), ""))
-	}
-	if ns := e.InvolvedObject.Namespace; ns != "" && ns != e.Namespace {
-		allErrs = append(allErrs, field.Invalid(io.Child("namespace"), ns, "does not match event.namespace"))
-	}
-	if e.Count < 0 {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("count"), e.Count, "must be greater than or equal to 0"))
-	}
-	return allErrs
-}
-
 // ConfigMap is how ConfigMaps are validated.
 var ConfigMap = Rules[*corev1.ConfigMap]{Name: dnsSubdomain, Spec: validateConfigMap, Update: validateConfigMapUpdate}
 

@@ -177,15 +177,6 @@ func TestConfigAndSecret(t *testing.T) {
 }
 
 func TestOtherNamespaced(t *testing.T) {
-	event := func() *corev1.Event {
-		return &corev1.Event{ObjectMeta: meta("web.1"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"}}
-	}
-	runCreate(t, Event, nil, event, []createCase[*corev1.Event]{
-		{name: "valid"},
-		{name: "involved object required", mutate: func(e *corev1.Event) { e.InvolvedObject = corev1.ObjectReference{} },
-			want: []problem{req("involvedObject.kind"), req("involvedObject.name")}},
-		{name: "namespace mismatch", mutate: func(e *corev1.Event) { e.InvolvedObject.Namespace = "other" }, want: []problem{inv("involvedObject.namespace")}},
-	})
 	runCreate(t, PersistentVolumeClaim, defaults.PersistentVolumeClaim, newPVC, []createCase[*corev1.PersistentVolumeClaim]{
 		{name: "valid"},
 		{name: "storage required", mutate: func(p *corev1.PersistentVolumeClaim) { p.Spec.Resources.Requests = nil }, want: []problem{req("spec.resources[storage]")}},

@@ -18,6 +18,7 @@ import (
 	"minik8s.io/controller/internal/nodelifecycle"
 	"minik8s.io/controller/internal/podautoscaler"
 	"minik8s.io/controller/internal/replicaset"
+	"minik8s.io/controller/internal/replication"
 	"minik8s.io/controller/internal/resourcequota"
 	"minik8s.io/controller/internal/rootcacert"
 	"minik8s.io/controller/internal/statefulset"
@@ -46,7 +47,8 @@ var controllers = []struct {
 	{"job", job.Setup},
 	{"nodelifecycle", nodelifecycle.Setup},
 	{"persistentvolume-binder", volume.Setup},
-	{"replicaset", replicaset.Setup},
+	{replicaset.Name, replicaset.Setup},
+	{replication.Name, replication.Setup},
 	{resourcequota.Name, resourcequota.Setup},
 	{rootcacert.Name, rootcacert.Setup},
 	{"statefulset", statefulset.Setup},

@@ -23,7 +23,8 @@ import (
 // TestIngress runs the Ingress controller against a real apiserver and RabbitMQ: the nginx
 // Service and pods appear with the first Ingress, the rendered configuration is recorded,
 // the Ingress's status names the Service's ClusterIP, a missing Service is a Warning event
-// and a 503 until it exists, and a deleted nginx pod is replaced. No kubelet runs, so nothing
+// and a 503 until it exists, the controller's IngressClass is made and another controller's
+// class is left alone, and a deleted nginx pod is replaced. No kubelet runs, so nothing
 // is delivered to the pods: the delivery itself is tested against real nginx in
 // internal/ingress.
 func TestIngress(t *testing.T) {
@@ -140,6 +141,51 @@ func TestIngress(t *testing.T) {
 		c, err := conf(ctx)
 		return strings.Contains(c, "proxy_pass http://"+cart.Spec.ClusterIP+":80;") && !strings.Contains(c, "return 503;"), err
 	})
+
+	// The controller made its IngressClass, the default one; an Ingress of another
+	// controller's class stays out of the configuration and gets no address, while one of ours
+	// made after it is served.
+	classes := client.MustFor[*networkingv1.IngressClass, *networkingv1.IngressClassList](admin)
+	ours, err := classes.Get(t.Context(), "", ingress.DefaultClass, metav1.GetOptions{})
+	if err != nil || ours.Spec.Controller != ingress.ControllerName || !ingress.IsDefault(ours) {
+		t.Fatalf("the controller's IngressClass: %+v (%v)", ours, err)
+	}
+	if _, err := classes.Create(t.Context(), &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "other"},
+		Spec: networkingv1.IngressClassSpec{Controller: "example.com/other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hostIngress := func(name, host string, class *string) {
+		t.Helper()
+		if _, err := ings.Create(t.Context(), &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: networkingv1.IngressSpec{IngressClassName: class, Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
+				HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: backend("web")}}}}}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	otherClass := "other"
+	hostIngress("elsewhere", "elsewhere.example", &otherClass)
+	hostIngress("second", "second.example", nil)
+	waitUntil(t, "the configuration to serve second.example", func(ctx context.Context) (bool, error) {
+		c, err := conf(ctx)
+		return strings.Contains(c, "server_name second.example;"), err
+	})
+	if c, _ := conf(t.Context()); strings.Contains(c, "elsewhere.example") {
+		t.Errorf("the other class's Ingress is in the configuration:\n%s", c)
+	}
+	second, err := ings.Get(t.Context(), ns, "second", metav1.GetOptions{})
+	if err != nil || second.Spec.IngressClassName == nil || *second.Spec.IngressClassName != ingress.DefaultClass {
+		t.Errorf("an Ingress naming no class was not given the default class: %v (%v)", second.Spec.IngressClassName, err)
+	}
+	if elsewhere, err := ings.Get(t.Context(), ns, "elsewhere", metav1.GetOptions{}); err != nil || len(elsewhere.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("the other class's Ingress got an address: %+v (%v)", elsewhere.Status, err)
+	}
+	for _, name := range []string{"elsewhere", "second"} {
+		if err := ings.Delete(t.Context(), ns, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Two nginx pods; one deleted is replaced.
 	nginxPods := func(ctx context.Context) ([]string, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,15 +20,15 @@ import (
 	"minik8s.io/shared/client"
 )
 
-// runOne runs the controller-manager with the one controller name against a fresh apiserver
-// and returns the apiserver's home and an admin client.
-func runOne(t *testing.T, name string) (home string, admin *client.Client) {
+// runControllers runs the controller-manager with the named controllers, under its own
+// identity, against a fresh apiserver and returns the apiserver's home and an admin client.
+func runControllers(t *testing.T, controllers ...string) (home string, admin *client.Client) {
 	t.Helper()
 	home, amqpURL, admin := startAPIServer(t)
 	stop := runControllerManager(t, Config{
 		Kubeconfig: filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"),
-		AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: "cm-" + name,
-		Controllers:            []string{name},
+		AMQPURL:    amqpURL, RelistPeriod: 30 * time.Second, Identity: "cm-" + strings.Join(controllers, "-"),
+		Controllers:            controllers,
 		NodeMonitorGracePeriod: 40 * time.Second, PodEvictionTimeout: time.Minute, NodeMonitorPeriod: time.Second,
 		ShutdownTimeout: 20 * time.Second,
 	}, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -43,7 +44,7 @@ func runOne(t *testing.T, name string) (home string, admin *client.Client) {
 // RabbitMQ: an aggregated role gets the rules of the roles it selects, follows their changes
 // and their labels, and loses the rules of a role deleted.
 func TestClusterRoleAggregation(t *testing.T) {
-	_, admin := runOne(t, clusterroleaggregation.Name)
+	_, admin := runControllers(t, clusterroleaggregation.Name)
 	roles := client.MustFor[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList](admin)
 	ctx := t.Context()
 	label := map[string]string{"rbac.example.com/aggregate-to-it-monitoring": "true"}
@@ -112,7 +113,7 @@ func TestClusterRoleAggregation(t *testing.T) {
 // namespace gets kube-root-ca.crt with the CA of the controller-manager's kubeconfig, which is
 // put back when changed or deleted.
 func TestRootCACertPublisher(t *testing.T) {
-	home, admin := runOne(t, rootcacert.Name)
+	home, admin := runControllers(t, rootcacert.Name)
 	ccfg, err := client.FromKubeconfig(filepath.Join(home, "kubeconfigs", "controller-manager.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)

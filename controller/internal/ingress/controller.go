@@ -51,8 +51,9 @@ type Recorder = record.EventRecorder
 
 // Config wires a Controller.
 type Config struct {
-	// IngressInformer, ServiceInformer and PodInformer are the shared caches.
-	IngressInformer, ServiceInformer, PodInformer *informer.Informer
+	// IngressInformer, IngressClassInformer, ServiceInformer and PodInformer are the shared
+	// caches.
+	IngressInformer, IngressClassInformer, ServiceInformer, PodInformer *informer.Informer
 	// Namespaces, Services, Pods and ConfigMaps write nginx's namespace, Service, pods and
 	// recorded configuration; Ingresses the Ingresses' status.
 	Namespaces client.Writer[*corev1.Namespace]
@@ -60,9 +61,11 @@ type Config struct {
 	Pods       client.Writer[*corev1.Pod]
 	ConfigMaps client.Writer[*corev1.ConfigMap]
 	Ingresses  client.Writer[*networkingv1.Ingress]
-	Deliverer  Deliverer
-	Recorder   Recorder
-	// Class is the ingressClassName served (Ingresses naming none are served too).
+	// IngressClasses makes the controller's IngressClass at start.
+	IngressClasses client.Writer[*networkingv1.IngressClass]
+	Deliverer      Deliverer
+	Recorder       Recorder
+	// Class is the IngressClass served (see Serves), made at start when missing.
 	Class string
 	// Namespace, Service and Image are where the nginx pods run, the Service in front of them
 	// and their image; Replicas how many run; NodePort the Service's node port (0: allocated).
@@ -79,6 +82,7 @@ type Controller struct {
 	*reconcile.Controller
 	cfg       Config
 	ingresses informer.Lister[*networkingv1.Ingress]
+	classes   informer.Lister[*networkingv1.IngressClass]
 	services  informer.Lister[*corev1.Service]
 	pods      informer.Lister[*corev1.Pod]
 	log       *slog.Logger
@@ -119,6 +123,7 @@ func New(cfg Config) *Controller {
 	c := &Controller{
 		cfg:       cfg,
 		ingresses: informer.NewLister[*networkingv1.Ingress](cfg.IngressInformer.Store()),
+		classes:   informer.NewLister[*networkingv1.IngressClass](cfg.IngressClassInformer.Store()),
 		services:  informer.NewLister[*corev1.Service](cfg.ServiceInformer.Store()),
 		pods:      informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
 		log:       cfg.Logger.With("controller", "ingress"),
@@ -141,11 +146,41 @@ func New(cfg Config) *Controller {
 		Watches(cfg.IngressInformer, func(reconcile.Queue) informer.Handler {
 			return informer.HandlerFuncs{AddFunc: c.seen, UpdateFunc: func(_, obj runtime.Object) { c.seen(obj) }}
 		}).
+		Map(cfg.IngressClassInformer, everyChange).
 		Map(cfg.ServiceInformer, everyChange).
 		Map(cfg.PodInformer, ours).
 		Keys(one).
 		Complete(c)
 	return c
+}
+
+// Start makes the controller's IngressClass when it is missing, then reconciles until ctx
+// ends.
+func (c *Controller) Start(ctx context.Context) error {
+	if !informer.WaitForSync(ctx, c.cfg.IngressClassInformer.HasSynced) {
+		return nil
+	}
+	c.ensureClass(ctx)
+	return c.Controller.Start(ctx)
+}
+
+func (c *Controller) ensureClass(ctx context.Context) {
+	existing, _ := c.classes.List(nil)
+	ic := ClassToMake(c.cfg.Class, existing)
+	if ic == nil {
+		if cur, err := c.classes.Get("", c.cfg.Class); err == nil && cur.Spec.Controller != ControllerName {
+			c.log.Warn("the ingress class belongs to another controller: Ingresses naming it are not served",
+				"class", c.cfg.Class, "controller", cur.Spec.Controller)
+		}
+		return
+	}
+	if _, err := c.cfg.IngressClasses.Create(ctx, ic, metav1.CreateOptions{}); err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
+		// Not fatal: Ingresses naming the class by annotation are still served, and the next
+		// start tries again.
+		c.log.Warn("could not create the ingress class", "class", ic.Name, "err", err)
+		return
+	}
+	c.log.Info("created the ingress class", "class", ic.Name, "controller", ic.Spec.Controller, "default", IsDefault(ic))
 }
 
 func (c *Controller) seen(obj runtime.Object) {
@@ -166,9 +201,17 @@ func (c *Controller) Reconcile(ctx context.Context, _ string) (reconcile.Result,
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	classList, err := c.classes.List(nil)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	classes := make(map[string]*networkingv1.IngressClass, len(classList))
+	for _, ic := range classList {
+		classes[ic.Name] = ic
+	}
 	var ings []*networkingv1.Ingress
 	for _, ing := range all {
-		if OfClass(ing, c.cfg.Class) {
+		if Serves(ing, c.cfg.Class, classes) {
 			ings = append(ings, ing)
 		}
 	}

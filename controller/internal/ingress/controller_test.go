@@ -20,23 +20,10 @@ import (
 
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/informer/informertest"
 	"minik8s.io/shared/record"
+	"minik8s.io/shared/testwait"
 )
-
-func listOf(objs ...runtime.Object) informer.ListerWatcher {
-	return informer.ListWatchFuncs{
-		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-			for _, o := range objs {
-				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
-			}
-			return list, nil
-		},
-		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return nil, errors.New("no watch in this test")
-		},
-	}
-}
 
 // fakes are the controller's writers, in memory; pod patches reach the pods informer, as the
 // bus would bring them.
@@ -46,6 +33,7 @@ type fakes struct {
 	pods       *fake.Writer[*corev1.Pod]
 	configMaps *fake.Writer[*corev1.ConfigMap]
 	ingresses  *fake.Writer[*networkingv1.Ingress]
+	classes    *fake.Writer[*networkingv1.IngressClass]
 }
 
 func newFakes() *fakes {
@@ -55,13 +43,14 @@ func newFakes() *fakes {
 		pods:       fake.New(func() *corev1.Pod { return &corev1.Pod{} }),
 		configMaps: fake.New(func() *corev1.ConfigMap { return &corev1.ConfigMap{} }),
 		ingresses:  fake.New(func() *networkingv1.Ingress { return &networkingv1.Ingress{} }),
+		classes:    fake.New(func() *networkingv1.IngressClass { return &networkingv1.IngressClass{} }),
 	}
 }
 
 // with is cfg writing through the fakes.
 func (f *fakes) with(cfg Config) Config {
 	cfg.Namespaces, cfg.Services, cfg.Pods = f.namespaces, f.services, fedPods{f.pods, cfg.PodInformer}
-	cfg.ConfigMaps, cfg.Ingresses = f.configMaps, f.ingresses
+	cfg.ConfigMaps, cfg.Ingresses, cfg.IngressClasses = f.configMaps, f.ingresses, f.classes
 	return cfg
 }
 
@@ -156,14 +145,17 @@ func TestControllerDeliversAndReports(t *testing.T) {
 	ing = api.ingresses.Put(ing)
 	good, bad := api.pods.Put(nginxPod("good", labelled)), api.pods.Put(nginxPod("bad", labelled))
 	mk := func(name string, objs ...runtime.Object) *informer.Informer {
-		return informer.New(informer.Config{Name: name, ListerWatcher: listOf(objs...), NoWatch: true, RelistPeriod: time.Hour})
+		return informer.New(informer.Config{Name: name, ListerWatcher: informertest.Fixed(objs...), NoWatch: true, RelistPeriod: time.Hour})
 	}
 	ings, svcs, pods := mk("ingresses", ing), mk("services", nginxSvc), mk("pods", good, bad)
+	// Our class is the default one, so the Ingress naming none is ours.
+	classes := mk("ingressclasses", ClassToMake(DefaultClass, nil))
 	del := &fakeDeliverer{got: map[string][]byte{}, fails: map[string]bool{"bad": true}}
 	rec := record.NewFake(100)
-	c := New(api.with(Config{IngressInformer: ings, ServiceInformer: svcs, PodInformer: pods, Deliverer: del, Recorder: rec, Replicas: 2}))
+	c := New(api.with(Config{IngressInformer: ings, IngressClassInformer: classes, ServiceInformer: svcs, PodInformer: pods,
+		Deliverer: del, Recorder: rec, Replicas: 2}))
 	var wg sync.WaitGroup
-	for _, r := range []interface{ Start(context.Context) error }{ings, svcs, pods, c} {
+	for _, r := range []interface{ Start(context.Context) error }{ings, classes, svcs, pods, c} {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = r.Start(ctx) }()
 	}
@@ -204,5 +196,44 @@ func TestControllerDeliversAndReports(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("no event for the missing Service")
+	}
+}
+
+// TestControllerMakesItsClass: at start the controller makes its IngressClass, not marked
+// default while another class is, and serves nothing of the other class's.
+func TestControllerMakesItsClass(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	other := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "traefik", ResourceVersion: "2",
+		Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
+		Spec: networkingv1.IngressClassSpec{Controller: "traefik.io/ingress-controller"}}
+	theirs := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "theirs", ResourceVersion: "3"},
+		Spec: networkingv1.IngressSpec{IngressClassName: &other.Name}}
+	// Made before any class was default: it names none, and traefik is the default now.
+	classless := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "classless", ResourceVersion: "4"}}
+	api := newFakes()
+	mk := func(name string, objs ...runtime.Object) *informer.Informer {
+		return informer.New(informer.Config{Name: name, ListerWatcher: informertest.Fixed(objs...), NoWatch: true, RelistPeriod: time.Hour})
+	}
+	ings, classes, svcs, pods := mk("ingresses", theirs, classless), mk("ingressclasses", other), mk("services"), mk("pods")
+	c := New(api.with(Config{IngressInformer: ings, IngressClassInformer: classes, ServiceInformer: svcs, PodInformer: pods,
+		Deliverer: &fakeDeliverer{got: map[string][]byte{}}, Recorder: record.NewFake(10)}))
+	var wg sync.WaitGroup
+	for _, r := range []interface{ Start(context.Context) error }{ings, classes, svcs, pods, c} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.Start(ctx) }()
+	}
+	testwait.For(t, "the controller's IngressClass", func() bool { return len(api.classes.Objects()) == 1 })
+	cancel()
+	wg.Wait()
+	made := api.classes.Objects()[0]
+	if made.Name != DefaultClass || made.Spec.Controller != ControllerName || IsDefault(made) {
+		t.Errorf("made %+v, want %s for %s, not default beside traefik", made, DefaultClass, ControllerName)
+	}
+	// Neither Ingress brings up nginx: nothing is ours to serve.
+	if _, err := c.Reconcile(t.Context(), syncKey); err != nil {
+		t.Fatal(err)
+	}
+	if calls := api.Calls(); len(calls) != 0 || len(api.services.Objects()) != 0 || len(api.namespaces.Objects()) != 0 {
+		t.Errorf("an Ingress was served: calls %v, services %d", calls, len(api.services.Objects()))
 	}
 }

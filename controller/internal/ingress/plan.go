@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/shared/podstatus"
 )
@@ -111,14 +112,49 @@ func StatusUpdate(ing *networkingv1.Ingress, ip string) *networkingv1.Ingress {
 	return out
 }
 
-// OfClass reports whether ing is this controller's: its ingressClassName (or the older
-// kubernetes.io/ingress.class annotation) names class, or it names none.
-func OfClass(ing *networkingv1.Ingress, class string) bool {
-	if ing.Spec.IngressClassName != nil {
-		return *ing.Spec.IngressClassName == class
+// ControllerName is the spec.controller of the IngressClasses this controller implements.
+const ControllerName = "minik8s.io/ingress-nginx"
+
+// ClassAnnotation is the older way an Ingress names its class, which controllers still honour.
+const ClassAnnotation = "kubernetes.io/ingress.class"
+
+// Serves reports whether the controller serving class serves ing, given the IngressClasses by
+// name. As ingress-nginx decides: an ingressClassName must name an IngressClass whose
+// spec.controller is ours (a class of another controller, or none of that name, is not ours);
+// without one, the kubernetes.io/ingress.class annotation must be class. An Ingress naming no
+// class at all is served only while our IngressClass is the cluster's default (ingress-nginx
+// asks for a flag instead, --watch-ingress-without-class): the apiserver gives new Ingresses
+// the default class anyway, so this covers the ones made before there was one.
+func Serves(ing *networkingv1.Ingress, class string, classes map[string]*networkingv1.IngressClass) bool {
+	if n := ing.Spec.IngressClassName; n != nil {
+		ic, ok := classes[*n]
+		return ok && ic.Spec.Controller == ControllerName
 	}
-	if a, ok := ing.Annotations["kubernetes.io/ingress.class"]; ok {
+	if a, ok := ing.Annotations[ClassAnnotation]; ok {
 		return a == class
 	}
-	return true
+	ic, ok := classes[class]
+	return ok && ic.Spec.Controller == ControllerName && IsDefault(ic)
+}
+
+// IsDefault reports whether ic is marked as the cluster's default IngressClass.
+func IsDefault(ic *networkingv1.IngressClass) bool {
+	return ic.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
+}
+
+// ClassToMake is the IngressClass to create at start for class: named class, implemented by
+// this controller, and marked default when no other class is, as ingress-nginx's chart and the
+// default StorageClass do. nil when an IngressClass of that name exists, whoever's it is.
+func ClassToMake(class string, existing []*networkingv1.IngressClass) *networkingv1.IngressClass {
+	if slices.ContainsFunc(existing, func(ic *networkingv1.IngressClass) bool { return ic.Name == class }) {
+		return nil
+	}
+	ic := &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec:       networkingv1.IngressClassSpec{Controller: ControllerName},
+	}
+	if !slices.ContainsFunc(existing, IsDefault) {
+		ic.Annotations = map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}
+	}
+	return ic
 }

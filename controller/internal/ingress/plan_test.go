@@ -113,21 +113,89 @@ func TestStatusUpdate(t *testing.T) {
 	}
 }
 
-func TestOfClass(t *testing.T) {
-	nginx, other := "nginx", "traefik"
-	tests := []struct {
-		ing  networkingv1.Ingress
-		want bool
-	}{
-		{networkingv1.Ingress{}, true},
-		{networkingv1.Ingress{Spec: networkingv1.IngressSpec{IngressClassName: &nginx}}, true},
-		{networkingv1.Ingress{Spec: networkingv1.IngressSpec{IngressClassName: &other}}, false},
-		{networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kubernetes.io/ingress.class": "traefik"}}}, false},
-		{networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kubernetes.io/ingress.class": "nginx"}}}, true},
-	}
-	for i, tt := range tests {
-		if got := OfClass(&tt.ing, "nginx"); got != tt.want {
-			t.Errorf("case %d: OfClass = %v, want %v", i, got, tt.want)
+func TestServes(t *testing.T) {
+	ours := func(name string, dflt bool) *networkingv1.IngressClass {
+		ic := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.IngressClassSpec{Controller: ControllerName}}
+		if dflt {
+			ic.Annotations = map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}
 		}
+		return ic
+	}
+	traefik := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "traefik",
+		Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
+		Spec: networkingv1.IngressClassSpec{Controller: "traefik.io/ingress-controller"}}
+	named := func(n string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{Spec: networkingv1.IngressSpec{IngressClassName: &n}}
+	}
+	annotated := func(n string) *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ClassAnnotation: n}}}
+	}
+	byName := func(ics ...*networkingv1.IngressClass) map[string]*networkingv1.IngressClass {
+		m := map[string]*networkingv1.IngressClass{}
+		for _, ic := range ics {
+			m[ic.Name] = ic
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		ing     *networkingv1.Ingress
+		classes map[string]*networkingv1.IngressClass
+		want    bool
+	}{
+		{"names our class", named("nginx"), byName(ours("nginx", false), traefik), true},
+		{"names another class of ours", named("internal"), byName(ours("nginx", false), ours("internal", false)), true},
+		{"names another controller's class", named("traefik"), byName(ours("nginx", true), traefik), false},
+		{"names a class that does not exist", named("gone"), byName(ours("nginx", true)), false},
+		{"names our class's name, another controller's object", named("nginx"),
+			byName(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "nginx"}, Spec: networkingv1.IngressClassSpec{Controller: "example.com/other"}}), false},
+		{"annotation names our class", annotated("nginx"), byName(), true},
+		{"annotation names another", annotated("traefik"), byName(ours("nginx", true)), false},
+		{"no class, ours the default", &networkingv1.Ingress{}, byName(ours("nginx", true), traefik), true},
+		{"no class, ours not the default", &networkingv1.Ingress{}, byName(ours("nginx", false), traefik), false},
+		{"no class, no class of ours", &networkingv1.Ingress{}, byName(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Serves(tt.ing, "nginx", tt.classes); got != tt.want {
+				t.Errorf("Serves = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClassToMake(t *testing.T) {
+	class := func(name, controller string, dflt bool) *networkingv1.IngressClass {
+		ic := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.IngressClassSpec{Controller: controller}}
+		if dflt {
+			ic.Annotations = map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}
+		}
+		return ic
+	}
+	tests := []struct {
+		name        string
+		existing    []*networkingv1.IngressClass
+		wantMake    bool
+		wantDefault bool
+	}{
+		{"none yet", nil, true, true},
+		{"others, none default", []*networkingv1.IngressClass{class("traefik", "traefik.io/ingress-controller", false)}, true, true},
+		{"another is default", []*networkingv1.IngressClass{class("traefik", "traefik.io/ingress-controller", true)}, true, false},
+		{"ours exists", []*networkingv1.IngressClass{class("nginx", ControllerName, false)}, false, false},
+		{"the name is taken by another controller", []*networkingv1.IngressClass{class("nginx", "example.com/other", false)}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ClassToMake("nginx", tt.existing)
+			if (got != nil) != tt.wantMake {
+				t.Fatalf("made %+v, want one: %v", got, tt.wantMake)
+			}
+			if got == nil {
+				return
+			}
+			if got.Name != "nginx" || got.Spec.Controller != ControllerName || IsDefault(got) != tt.wantDefault {
+				t.Errorf("made %+v, want nginx for %s, default %v", got, ControllerName, tt.wantDefault)
+			}
+		})
 	}
 }

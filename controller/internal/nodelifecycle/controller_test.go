@@ -17,6 +17,7 @@ import (
 
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/informer/informertest"
 	"minik8s.io/shared/record"
 	"minik8s.io/shared/workqueue/clock"
 )
@@ -126,25 +127,6 @@ func (f *fakes) with(cfg Config) Config {
 
 type testInformers struct{ nodes, leases, pods *informer.Informer }
 
-func listOf(objs ...runtime.Object) informer.ListerWatcher {
-	return informer.ListWatchFuncs{
-		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			switch {
-			case len(objs) == 0:
-				return &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
-			}
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-			for _, o := range objs {
-				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
-			}
-			return list, nil
-		},
-		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return nil, fmt.Errorf("no watch in this test")
-		},
-	}
-}
-
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -170,7 +152,7 @@ func TestControllerLifecycle(t *testing.T) {
 
 	infs := &testInformers{}
 	mk := func(name string, idx informer.Indexers, objs ...runtime.Object) *informer.Informer {
-		return informer.New(informer.Config{Name: name, ListerWatcher: listOf(objs...), NoWatch: true, RelistPeriod: time.Hour, Indexers: idx})
+		return informer.New(informer.Config{Name: name, ListerWatcher: informertest.Fixed(objs...), NoWatch: true, RelistPeriod: time.Hour, Indexers: idx})
 	}
 	infs.nodes = mk("nodes", nil, node)
 	infs.leases = mk("leases", nil, l)
@@ -250,11 +232,11 @@ func TestMissingNodeInCacheButNotInAPI(t *testing.T) {
 	api := newFakes()
 	api.nodes.Put(readyNode("n1"))
 	p := api.pods.Put(pod("a"))
-	infs.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(p), NoWatch: true, Indexers: informer.Indexers{"node": func(obj runtime.Object) ([]string, error) {
+	infs.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: informertest.Fixed(p), NoWatch: true, Indexers: informer.Indexers{"node": func(obj runtime.Object) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
 	}}})
-	infs.nodes = informer.New(informer.Config{Name: "nodes", ListerWatcher: listOf(), NoWatch: true})
-	infs.leases = informer.New(informer.Config{Name: "leases", ListerWatcher: listOf(), NoWatch: true})
+	infs.nodes = informer.New(informer.Config{Name: "nodes", ListerWatcher: informertest.Fixed(), NoWatch: true})
+	infs.leases = informer.New(informer.Config{Name: "leases", ListerWatcher: informertest.Fixed(), NoWatch: true})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	for _, inf := range []*informer.Informer{infs.nodes, infs.leases, infs.pods} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik8s.io/shared/apierror"
@@ -31,23 +33,51 @@ const (
 // Recorder reports events (shared/record's Recorder, or its Fake in tests).
 type Recorder = record.EventRecorder
 
-// Config wires a Controller.
-type Config struct {
-	// ReplicaSetInformer and PodInformer are the shared caches.
-	ReplicaSetInformer, PodInformer *informer.Informer
-	ReplicaSets                     client.Writer[*appsv1.ReplicaSet]
-	Pods                            client.Writer[*corev1.Pod]
-	Recorder                        Recorder
-	// Options' Resync is how often every ReplicaSet is reconciled again whatever the events
+// View is how the controller sees the objects of kind T it keeps pods for: ReplicaSets as they
+// are, or a kind that is a ReplicaSet under other names. Kubernetes' replication manager is its
+// ReplicaSet controller run over v1 ReplicationControllers seen so.
+type View[T runtime.Object] struct {
+	// Kind names T in the controller references of the pods.
+	Kind schema.GroupVersionKind
+	// ReplicaSet shows obj as a ReplicaSet, which may share obj's memory: it is only read, or
+	// changed where obj is a copy of the controller's own.
+	ReplicaSet func(obj T) *appsv1.ReplicaSet
+	// WithStatus returns obj, the controller's copy, with st as its status.
+	WithStatus func(obj T, st appsv1.ReplicaSetStatus) T
+}
+
+// ReplicaSets is the View of ReplicaSets themselves.
+var ReplicaSets = View[*appsv1.ReplicaSet]{
+	Kind:       Kind,
+	ReplicaSet: func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet { return rs },
+	WithStatus: func(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) *appsv1.ReplicaSet {
+		rs.Status = st
+		return rs
+	},
+}
+
+// Config wires a Controller for objects of kind T.
+type Config[T runtime.Object] struct {
+	// Name names the controller in logs and metrics: "replicaset".
+	Name string
+	// View is how T's objects are ReplicaSets.
+	View View[T]
+	// OwnerInformer (of T) and PodInformer are the shared caches.
+	OwnerInformer, PodInformer *informer.Informer
+	Owners                     client.Writer[T]
+	Pods                       client.Writer[*corev1.Pod]
+	Recorder                   Recorder
+	// Options' Resync is how often every object is reconciled again whatever the events
 	// said.
 	reconcile.Options
 }
 
-// Controller keeps every ReplicaSet's pods. Build with New, run Start.
-type Controller struct {
+// Controller keeps the pods of every object of kind T: a ReplicaSet, or what its View shows
+// as one. Build with New, run Start.
+type Controller[T runtime.Object] struct {
 	*reconcile.Controller
-	cfg          Config
-	rss          informer.Lister[*appsv1.ReplicaSet]
+	cfg          Config[T]
+	owners       informer.Lister[T]
 	pods         informer.Lister[*corev1.Pod]
 	expectations reconcile.Expectations
 	children     reconcile.Children[*corev1.Pod]
@@ -58,24 +88,24 @@ type Controller struct {
 }
 
 // New returns a controller; it registers its handlers and starts nothing until Start.
-func New(cfg Config) *Controller {
+func New[T runtime.Object](cfg Config[T]) *Controller[T] {
 	cfg.Options = cfg.Options.WithDefaults()
-	c := &Controller{
-		cfg:  cfg,
-		rss:  informer.NewLister[*appsv1.ReplicaSet](cfg.ReplicaSetInformer.Store()),
-		pods: informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
-		log:  cfg.Logger.With("controller", "replicaset"),
+	c := &Controller[T]{
+		cfg:    cfg,
+		owners: informer.NewLister[T](cfg.OwnerInformer.Store()),
+		pods:   informer.NewLister[*corev1.Pod](cfg.PodInformer.Store()),
+		log:    cfg.Logger.With("controller", cfg.Name),
 	}
 	c.children = reconcile.Children[*corev1.Pod]{Writer: cfg.Pods, Expectations: &c.expectations, Recorder: cfg.Recorder, Clock: cfg.Clock}
-	c.Controller = reconcile.NewController("replicaset", cfg.Options).
-		For(cfg.ReplicaSetInformer, c.forget).
+	c.Controller = reconcile.NewController(cfg.Name, cfg.Options).
+		For(cfg.OwnerInformer, c.forget).
 		Watches(cfg.PodInformer, c.podEvents).
 		Complete(c)
 	return c
 }
 
 // forget drops what the controller remembers of a deleted ReplicaSet.
-func (c *Controller) forget(key string) {
+func (c *Controller[T]) forget(key string) {
 	c.expectations.Forget(key)
 	c.written.Forget(key)
 	c.statusMu.Lock()
@@ -83,13 +113,13 @@ func (c *Controller) forget(key string) {
 	c.statusMu.Unlock()
 }
 
-func (c *Controller) lastStatus(key string) time.Time {
+func (c *Controller[T]) lastStatus(key string) time.Time {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	return c.statusAt[key]
 }
 
-func (c *Controller) statusWritten(key string, now time.Time) {
+func (c *Controller[T]) statusWritten(key string, now time.Time) {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	if c.statusAt == nil {
@@ -100,17 +130,18 @@ func (c *Controller) statusWritten(key string, now time.Time) {
 
 func keyOf(namespace, name string) string { return namespace + "/" + name }
 
-// owner is the key of the ReplicaSet controlling obj, "" when it names none in the cache
-// (another kind, or a ReplicaSet gone or replaced by one of the same name).
-func (c *Controller) owner(obj runtime.Object) string {
-	return reconcile.CachedOwnerKey(c.rss, obj, Kind)
+// owner is the key of the object controlling obj, "" when it names none in the cache
+// (another kind, or an object gone or replaced by one of the same name).
+func (c *Controller[T]) owner(obj runtime.Object) string {
+	return reconcile.CachedOwnerKey(c.owners, obj, c.cfg.View.Kind)
 }
 
-// selecting are the keys of the ReplicaSets whose selector matches pod: who may adopt an orphan.
-func (c *Controller) selecting(pod *corev1.Pod) []string {
-	rss, _ := c.rss.ListNamespace(pod.Namespace, nil)
+// selecting are the keys of the objects whose selector matches pod: who may adopt an orphan.
+func (c *Controller[T]) selecting(pod *corev1.Pod) []string {
+	owners, _ := c.owners.ListNamespace(pod.Namespace, nil)
 	var keys []string
-	for _, rs := range rss {
+	for _, o := range owners {
+		rs := c.cfg.View.ReplicaSet(o)
 		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
 			keys = append(keys, keyOf(rs.Namespace, rs.Name))
@@ -122,11 +153,11 @@ func (c *Controller) selecting(pod *corev1.Pod) []string {
 // podEvents are the handlers of pod changes: they observe the expectations of the ReplicaSets
 // controlling the pods, and queue those, or the ones that may adopt an orphan. They run once the
 // informers start, after New has built the controller they queue on.
-func (c *Controller) podEvents(reconcile.Queue) informer.Handler {
+func (c *Controller[T]) podEvents(reconcile.Queue) informer.Handler {
 	return informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}
 }
 
-func (c *Controller) podAdded(obj runtime.Object) {
+func (c *Controller[T]) podAdded(obj runtime.Object) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -148,7 +179,7 @@ func (c *Controller) podAdded(obj runtime.Object) {
 	}
 }
 
-func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
+func (c *Controller[T]) podUpdated(oldObj, newObj runtime.Object) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	pod, ok2 := newObj.(*corev1.Pod)
 	if !ok1 || !ok2 || old.ResourceVersion == pod.ResourceVersion {
@@ -180,7 +211,7 @@ func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
 	}
 }
 
-func (c *Controller) podDeleted(obj runtime.Object) {
+func (c *Controller[T]) podDeleted(obj runtime.Object) {
 	pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
 	if !ok {
 		return
@@ -201,9 +232,9 @@ func counts(old, pod *corev1.Pod) bool {
 
 // Reconcile brings the ReplicaSet of key to its spec: adopts and releases pods, creates or
 // deletes the difference once its expectations are met, and writes its status.
-func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+func (c *Controller[T]) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	ns, name := informer.SplitKey(key)
-	cached, err := c.rss.Get(ns, name)
+	cached, err := c.owners.Get(ns, name)
 	if errors.Is(err, apierror.ErrNotFound) {
 		c.expectations.Forget(key)
 		return reconcile.Result{}, nil
@@ -211,11 +242,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, err
 	}
 	now := c.cfg.Clock.Now()
-	if c.written.Behind(key, cached.ResourceVersion, now) {
+	obj := cached.DeepCopyObject().(T)
+	rs := c.cfg.View.ReplicaSet(obj)
+	if c.written.Behind(key, rs.ResourceVersion, now) {
 		// Our last status write is not in the cache: one from the older object would conflict.
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
-	rs := cached.DeepCopy()
 	satisfied := c.expectations.Satisfied(key, now)
 	all, err := c.pods.ListNamespace(ns, nil)
 	if err != nil {
@@ -240,22 +272,21 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		d := Decide(rs, owned, c.related(rs, all))
 		switch {
 		case d.Create > 0:
-			manageErr, failedCreate = c.create(ctx, key, rs, d.Create), true
+			manageErr, failedCreate = c.create(ctx, key, obj, rs, d.Create), true
 		case len(d.Delete) > 0:
-			manageErr = c.delete(ctx, key, rs, d.Delete)
+			manageErr = c.delete(ctx, key, obj, d.Delete)
 		}
 	}
 
 	st, next := Status(rs, owned, manageErr, failedCreate, now)
 	due, wait := StatusDue(rs, st, c.lastStatus(key), now)
 	if due {
-		rs.Status = st
-		out, err := c.cfg.ReplicaSets.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		out, err := c.cfg.Owners.UpdateStatus(ctx, c.cfg.View.WithStatus(obj, st), metav1.UpdateOptions{})
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
-			return reconcile.Result{}, errors.Join(manageErr, fmt.Errorf("update status of replicaset %s: %w", key, err))
+			return reconcile.Result{}, errors.Join(manageErr, fmt.Errorf("update status of %s %s: %w", strings.ToLower(c.cfg.View.Kind.Kind), key, err))
 		}
 		if err == nil {
-			c.written.Wrote(key, out.ResourceVersion, now)
+			c.written.Wrote(key, c.cfg.View.ReplicaSet(out).ResourceVersion, now)
 			c.statusWritten(key, now)
 		}
 	}
@@ -272,11 +303,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 
 // related are the active pods controlled by rs or by its siblings (ReplicaSets with the same
 // controller, the other revisions of a Deployment): spreading across nodes counts them all.
-func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1.Pod {
+func (c *Controller[T]) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1.Pod {
 	uids := map[types.UID]bool{rs.UID: true}
 	if owner := metav1.GetControllerOfNoCopy(rs); owner != nil {
-		siblings, _ := c.rss.ListNamespace(rs.Namespace, nil)
-		for _, s := range siblings {
+		siblings, _ := c.owners.ListNamespace(rs.Namespace, nil)
+		for _, obj := range siblings {
+			s := c.cfg.View.ReplicaSet(obj)
 			if o := metav1.GetControllerOfNoCopy(s); o != nil && o.UID == owner.UID {
 				uids[s.UID] = true
 			}
@@ -292,22 +324,22 @@ func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1
 }
 
 // adopt takes the orphans, after checking with the apiserver that rs is what the cache says
-// and not being deleted (a ReplicaSet deleted and made again under its name must not get the
+// and not being deleted (an object deleted and made again under its name must not get the
 // old one's pods). It returns the pods adopted.
-func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans []*corev1.Pod) ([]*corev1.Pod, error) {
+func (c *Controller[T]) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans []*corev1.Pod) ([]*corev1.Pod, error) {
 	if len(orphans) == 0 {
 		return nil, nil
 	}
-	fresh, err := c.cfg.ReplicaSets.Get(ctx, rs.Namespace, rs.Name, metav1.GetOptions{})
+	got, err := c.cfg.Owners.Get(ctx, rs.Namespace, rs.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("recheck replicaset %s/%s before adopting: %w", rs.Namespace, rs.Name, err)
+		return nil, fmt.Errorf("recheck %s %s/%s before adopting: %w", strings.ToLower(c.cfg.View.Kind.Kind), rs.Namespace, rs.Name, err)
 	}
-	if fresh.UID != rs.UID || fresh.DeletionTimestamp != nil {
+	if fresh := c.cfg.View.ReplicaSet(got); fresh.UID != rs.UID || fresh.DeletionTimestamp != nil {
 		return nil, nil
 	}
 	var adopted []*corev1.Pod
 	for _, p := range orphans {
-		if _, err := reconcile.Adopt(ctx, c.cfg.Pods, p, OwnerRef(rs.ObjectMeta, Kind)); err != nil {
+		if _, err := reconcile.Adopt(ctx, c.cfg.Pods, p, OwnerRef(rs.ObjectMeta, c.cfg.View.Kind)); err != nil {
 			if errors.Is(err, apierror.ErrNotFound) {
 				continue
 			}
@@ -320,7 +352,7 @@ func (c *Controller) adopt(ctx context.Context, rs *appsv1.ReplicaSet, orphans [
 }
 
 // release drops rs's reference from pods that no longer match its selector.
-func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+func (c *Controller[T]) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
 	for _, p := range pods {
 		if _, err := reconcile.Release(ctx, c.cfg.Pods, p, rs.UID); err != nil && !errors.Is(err, apierror.ErrNotFound) {
 			return fmt.Errorf("release pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -330,17 +362,17 @@ func (c *Controller) release(ctx context.Context, rs *appsv1.ReplicaSet, pods []
 	return nil
 }
 
-// create makes n pods.
-func (c *Controller) create(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) error {
-	made, err := c.children.Create(ctx, rs, key, n, func(int) *corev1.Pod { return PodFromTemplate(rs) })
+// create makes n pods of rs, obj seen as a ReplicaSet (the events are obj's).
+func (c *Controller[T]) create(ctx context.Context, key string, obj T, rs *appsv1.ReplicaSet, n int) error {
+	made, err := c.children.Create(ctx, obj, key, n, func(int) *corev1.Pod { return PodFromTemplate(rs, c.cfg.View.Kind) })
 	if err != nil {
-		return fmt.Errorf("create pods of replicaset %s: %w", key, err)
+		return fmt.Errorf("create pods of %s %s: %w", strings.ToLower(c.cfg.View.Kind.Kind), key, err)
 	}
 	c.log.Debug("created pods", "key", key, "count", made)
 	return nil
 }
 
 // delete removes the chosen pods at once.
-func (c *Controller) delete(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
-	return c.children.Delete(ctx, rs, key, pods)
+func (c *Controller[T]) delete(ctx context.Context, key string, obj T, pods []*corev1.Pod) error {
+	return c.children.Delete(ctx, obj, key, pods)
 }

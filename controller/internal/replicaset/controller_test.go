@@ -1,7 +1,6 @@
 package replicaset
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -14,31 +13,15 @@ import (
 
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/informer/informertest"
 	"minik8s.io/shared/reconcile"
 	"minik8s.io/shared/record"
 )
 
-// listOf lists objs at the resourceVersion of the newest, as the apiserver would.
-func listOf(objs ...runtime.Object) informer.ListerWatcher {
-	return informer.ListWatchFuncs{
-		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}
-			for _, o := range objs {
-				list.ResourceVersion = o.(metav1.Object).GetResourceVersion()
-				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
-			}
-			return list, nil
-		},
-		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return nil, errors.New("no watch in this test")
-		},
-	}
-}
-
 // harness is a controller over caches that show only what a test applies to them, and fake
 // writers that hold what the controller wrote: a cache behind the apiserver.
 type harness struct {
-	c         *Controller
+	c         *Controller[*appsv1.ReplicaSet]
 	rss, pods *informer.Informer
 	rsAPI     *fake.Writer[*appsv1.ReplicaSet]
 	podAPI    *fake.Writer[*corev1.Pod]
@@ -54,9 +37,9 @@ func start(t *testing.T, rs *appsv1.ReplicaSet, pods ...*corev1.Pod) *harness {
 	for _, p := range pods {
 		stored = append(stored, h.podAPI.Put(p))
 	}
-	h.rss = informer.New(informer.Config{Name: "replicasets", ListerWatcher: listOf(rs), NoWatch: true, RelistPeriod: time.Hour})
-	h.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: listOf(stored...), NoWatch: true, RelistPeriod: time.Hour})
-	h.c = New(Config{ReplicaSetInformer: h.rss, PodInformer: h.pods, ReplicaSets: h.rsAPI, Pods: h.podAPI,
+	h.rss = informer.New(informer.Config{Name: "replicasets", ListerWatcher: informertest.Fixed(rs), NoWatch: true, RelistPeriod: time.Hour})
+	h.pods = informer.New(informer.Config{Name: "pods", ListerWatcher: informertest.Fixed(stored...), NoWatch: true, RelistPeriod: time.Hour})
+	h.c = New(Config[*appsv1.ReplicaSet]{Name: Name, View: ReplicaSets, OwnerInformer: h.rss, PodInformer: h.pods, Owners: h.rsAPI, Pods: h.podAPI,
 		Recorder: record.NewFake(100)})
 	go func() { _ = h.rss.Start(t.Context()) }()
 	go func() { _ = h.pods.Start(t.Context()) }()

@@ -182,10 +182,10 @@ func StatusDue(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus, lastWrite, now
 	return true, 0
 }
 
-// PodFromTemplate is a new pod of rs: its template's labels, annotations, finalizers and spec,
-// a name generated from rs's, and a controller reference to rs that blocks rs's deletion in the
-// foreground until the pod is gone.
-func PodFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
+// PodFromTemplate is a new pod of rs, an object of kind owner seen as a ReplicaSet: its
+// template's labels, annotations, finalizers and spec, a name generated from rs's, and a
+// controller reference to rs that blocks rs's deletion in the foreground until the pod is gone.
+func PodFromTemplate(rs *appsv1.ReplicaSet, owner schema.GroupVersionKind) *corev1.Pod {
 	t := rs.Spec.Template.DeepCopy()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -195,7 +195,7 @@ func PodFromTemplate(rs *appsv1.ReplicaSet) *corev1.Pod {
 			Annotations:  t.Annotations,
 			Finalizers:   t.Finalizers,
 			OwnerReferences: []metav1.OwnerReference{
-				OwnerRef(rs.ObjectMeta, Kind),
+				OwnerRef(rs.ObjectMeta, owner),
 			},
 		},
 		Spec: t.Spec,

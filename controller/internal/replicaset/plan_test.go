@@ -274,7 +274,7 @@ func TestStatus(t *testing.T) {
 
 func TestPodFromTemplate(t *testing.T) {
 	rs := newRS(1)
-	p := PodFromTemplate(rs)
+	p := PodFromTemplate(rs, Kind)
 	if p.GenerateName != "web-" || p.Namespace != "ns" {
 		t.Errorf("generateName %q namespace %q", p.GenerateName, p.Namespace)
 	}

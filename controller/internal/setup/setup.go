@@ -43,10 +43,12 @@ type Config struct {
 	EndpointResync       time.Duration
 	MaxEndpointsPerSlice int
 
-	// ReplicaSetWorkers and DeploymentWorkers are how many ReplicaSets and Deployments are
-	// reconciled at once (Kubernetes' --concurrent-replicaset-syncs, --concurrent-deployment-syncs).
-	ReplicaSetWorkers int
-	DeploymentWorkers int
+	// ReplicaSetWorkers, ReplicationControllerWorkers and DeploymentWorkers are how many
+	// ReplicaSets, ReplicationControllers and Deployments are reconciled at once (Kubernetes'
+	// --concurrent-replicaset-syncs, --concurrent-rc-syncs, --concurrent-deployment-syncs).
+	ReplicaSetWorkers            int
+	ReplicationControllerWorkers int
+	DeploymentWorkers            int
 
 	// HPASyncPeriod is how often each HorizontalPodAutoscaler is evaluated (Kubernetes'
 	// --horizontal-pod-autoscaler-sync-period, 15 s).
@@ -90,6 +92,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaSetWorkers <= 0 {
 		c.ReplicaSetWorkers = 5
+	}
+	if c.ReplicationControllerWorkers <= 0 {
+		c.ReplicationControllerWorkers = 5
 	}
 	if c.DeploymentWorkers <= 0 {
 		c.DeploymentWorkers = 5

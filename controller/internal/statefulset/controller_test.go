@@ -1,39 +1,20 @@
 package statefulset
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik8s.io/controller/internal/history"
 	"minik8s.io/shared/client/fake"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/informer/informertest"
 	"minik8s.io/shared/record"
 )
-
-// listOf lists objs at the resourceVersion of the newest, as the apiserver would.
-func listOf(objs ...runtime.Object) informer.ListerWatcher {
-	return informer.ListWatchFuncs{
-		ListFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			list := &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "0"}}
-			for _, o := range objs {
-				list.ResourceVersion = o.(metav1.Object).GetResourceVersion()
-				list.Items = append(list.Items, runtime.RawExtension{Object: o.DeepCopyObject()})
-			}
-			return list, nil
-		},
-		WatchFunc: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return nil, errors.New("no watch in this test")
-		},
-	}
-}
 
 // harness is a controller over caches that show only what the test lists at the start (a
 // cache behind the apiserver), and fake writers holding what the controller wrote.
@@ -59,7 +40,7 @@ func start(t *testing.T, set *appsv1.StatefulSet, revs ...*appsv1.ControllerRevi
 		h.revAPI.Put(r)
 	}
 	inf := func(name string, objs ...runtime.Object) *informer.Informer {
-		i := informer.New(informer.Config{Name: name, ListerWatcher: listOf(objs...), NoWatch: true, RelistPeriod: time.Hour})
+		i := informer.New(informer.Config{Name: name, ListerWatcher: informertest.Fixed(objs...), NoWatch: true, RelistPeriod: time.Hour})
 		go func() { _ = i.Start(t.Context()) }()
 		return i
 	}
