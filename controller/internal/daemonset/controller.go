@@ -74,12 +74,14 @@ func New(cfg Config) *Controller {
 		log:       cfg.Logger.With("controller", "daemonset"),
 	}
 	c.children = reconcile.Children[*corev1.Pod]{Writer: cfg.Pods, Expectations: &c.expectations, Recorder: cfg.Recorder, Clock: cfg.Clock}
+	pods := &reconcile.ChildPods{Expectations: &c.expectations, Clock: cfg.Clock, Owner: c.owner, Selecting: c.selecting, Counts: counts}
 	c.Controller = reconcile.NewController("daemonset", cfg.Options).
 		For(cfg.DaemonSetInformer, c.forget).
-		Watches(cfg.PodInformer, c.podEvents).
+		Watches(cfg.PodInformer, pods.Events).
 		Map(cfg.NodeInformer, c.allDaemonSets).
 		Owns(cfg.RevisionInformer, Kind).
 		Complete(c)
+	pods.Controller = c.Controller
 	return c
 }
 
@@ -103,72 +105,6 @@ func (c *Controller) allDaemonSets(runtime.Object) []string {
 
 func (c *Controller) owner(obj runtime.Object) string {
 	return reconcile.CachedOwnerKey(c.dss, obj, Kind)
-}
-
-func (c *Controller) podEvents(reconcile.Queue) informer.Handler {
-	return informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}
-}
-
-func (c *Controller) podAdded(obj runtime.Object) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		c.podDeleted(pod)
-		return
-	}
-	if key := c.owner(pod); key != "" {
-		c.expectations.CreationObserved(key)
-		c.Wake(key, &c.expectations, c.cfg.Clock.Now())
-		return
-	}
-	if metav1.GetControllerOfNoCopy(pod) == nil {
-		for _, key := range c.selecting(pod) {
-			c.Add(key)
-		}
-	}
-}
-
-func (c *Controller) podUpdated(oldObj, newObj runtime.Object) {
-	old, ok1 := oldObj.(*corev1.Pod)
-	pod, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || old.ResourceVersion == pod.ResourceVersion {
-		return
-	}
-	key := c.owner(pod)
-	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil && key != "" {
-		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-	}
-	if oldKey := c.owner(old); oldKey != "" && oldKey != key {
-		c.Add(oldKey)
-	}
-	if key != "" {
-		if counts(old, pod) {
-			c.Wake(key, &c.expectations, c.cfg.Clock.Now())
-		} else {
-			// Only readiness, status or the binding changed: the status follows after a pause
-			// that gathers the changes of many pods into one sync.
-			c.AddAfter(key, reconcile.SettleDelay)
-		}
-		return
-	}
-	if metav1.GetControllerOfNoCopy(pod) == nil {
-		for _, k := range c.selecting(pod) {
-			c.Add(k)
-		}
-	}
-}
-
-func (c *Controller) podDeleted(obj runtime.Object) {
-	pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if key := c.owner(pod); key != "" {
-		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-		c.Wake(key, &c.expectations, c.cfg.Clock.Now())
-	}
 }
 
 // counts reports whether a pod's change bears on its DaemonSet's placement: its labels, its

@@ -97,10 +97,12 @@ func New[T runtime.Object](cfg Config[T]) *Controller[T] {
 		log:    cfg.Logger.With("controller", cfg.Name),
 	}
 	c.children = reconcile.Children[*corev1.Pod]{Writer: cfg.Pods, Expectations: &c.expectations, Recorder: cfg.Recorder, Clock: cfg.Clock}
+	pods := &reconcile.ChildPods{Expectations: &c.expectations, Clock: cfg.Clock, Owner: c.owner, Selecting: c.selecting, Counts: counts}
 	c.Controller = reconcile.NewController(cfg.Name, cfg.Options).
 		For(cfg.OwnerInformer, c.forget).
-		Watches(cfg.PodInformer, c.podEvents).
+		Watches(cfg.PodInformer, pods.Events).
 		Complete(c)
+	pods.Controller = c.Controller
 	return c
 }
 
@@ -148,78 +150,6 @@ func (c *Controller[T]) selecting(pod *corev1.Pod) []string {
 		}
 	}
 	return keys
-}
-
-// podEvents are the handlers of pod changes: they observe the expectations of the ReplicaSets
-// controlling the pods, and queue those, or the ones that may adopt an orphan. They run once the
-// informers start, after New has built the controller they queue on.
-func (c *Controller[T]) podEvents(reconcile.Queue) informer.Handler {
-	return informer.HandlerFuncs{AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}
-}
-
-func (c *Controller[T]) podAdded(obj runtime.Object) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// Seen for the first time already terminating (after a relist): a deletion.
-		c.podDeleted(pod)
-		return
-	}
-	if key := c.owner(pod); key != "" {
-		c.expectations.CreationObserved(key)
-		c.Wake(key, &c.expectations, c.cfg.Clock.Now())
-		return
-	}
-	if metav1.GetControllerOfNoCopy(pod) == nil {
-		for _, key := range c.selecting(pod) {
-			c.Add(key)
-		}
-	}
-}
-
-func (c *Controller[T]) podUpdated(oldObj, newObj runtime.Object) {
-	old, ok1 := oldObj.(*corev1.Pod)
-	pod, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || old.ResourceVersion == pod.ResourceVersion {
-		return
-	}
-	podKey := keyOf(pod.Namespace, pod.Name)
-	newOwner := c.owner(pod)
-	if pod.DeletionTimestamp != nil && old.DeletionTimestamp == nil && newOwner != "" {
-		// Terminating counts as gone: the replacement starts now.
-		c.expectations.DeletionObserved(newOwner, podKey)
-	}
-	if oldOwner := c.owner(old); oldOwner != "" && oldOwner != newOwner {
-		c.Add(oldOwner)
-	}
-	if newOwner != "" {
-		if counts(old, pod) {
-			c.Wake(newOwner, &c.expectations, c.cfg.Clock.Now())
-		} else {
-			// Only readiness, status or the node changed: the status follows after a pause
-			// that gathers the changes of many pods into one sync.
-			c.AddAfter(newOwner, reconcile.SettleDelay)
-		}
-		return
-	}
-	if metav1.GetControllerOfNoCopy(pod) == nil && (!labels.Equals(old.Labels, pod.Labels) || metav1.GetControllerOfNoCopy(old) != nil) {
-		for _, key := range c.selecting(pod) {
-			c.Add(key)
-		}
-	}
-}
-
-func (c *Controller[T]) podDeleted(obj runtime.Object) {
-	pod, ok := informer.DeletedObject(obj).(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if key := c.owner(pod); key != "" {
-		c.expectations.DeletionObserved(key, keyOf(pod.Namespace, pod.Name))
-		c.Wake(key, &c.expectations, c.cfg.Clock.Now())
-	}
 }
 
 // counts reports whether a pod's change bears on how many pods its ReplicaSet has: its labels,
