@@ -63,8 +63,12 @@ func (m *Manager) resolvConf(pod *corev1.Pod) string {
 
 // writeHosts keeps the pod's hosts file in its directory once its IP is known, for its
 // containers to mount at /etc/hosts, and returns its path ("" when it could not be written:
-// the containers keep the runtime's).
+// the containers keep the runtime's). A pod on the node's network gets none: the runtime gives
+// its containers the node's hosts file, as the kubelet does.
 func (m *Manager) writeHosts(pod *corev1.Pod, podIP string) string {
+	if pod.Spec.HostNetwork {
+		return ""
+	}
 	path := m.builder.HostsPath(string(pod.UID))
 	data := spec.HostsFile(pod, podIP, m.cfg.ClusterDomain)
 	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {

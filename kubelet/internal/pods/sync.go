@@ -318,9 +318,15 @@ func (m *Manager) createSandbox(ctx context.Context, w *worker, pod *corev1.Pod,
 }
 
 // ensureNetwork attaches the sandbox (again: SetUp is idempotent, so an adopted sandbox gets
-// its address back) unless this worker already did.
+// its address back) unless this worker already did. A sandbox on the node's network has
+// nothing to attach: the pod's address is the node's.
 func (m *Manager) ensureNetwork(ctx context.Context, w *worker, pod *corev1.Pod, sandboxID string) error {
 	if _, ok := w.ips[sandboxID]; ok || sandboxID == "" {
+		return nil
+	}
+	if pod.Spec.HostNetwork {
+		w.ips[sandboxID] = m.cfg.HostIP
+		w.podIP = m.cfg.HostIP
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)

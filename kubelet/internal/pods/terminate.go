@@ -112,6 +112,9 @@ func (m *Manager) tearDown(ctx context.Context, pod *corev1.Pod, s runtime.Conta
 	defer cancel()
 	np := network.Pod{ID: s.ID, UID: s.Labels[spec.LabelPodUID], Name: s.Labels[spec.LabelPodName], Namespace: s.Labels[spec.LabelPodNamespace]}
 	if pod != nil {
+		if pod.Spec.HostNetwork {
+			return nil // never attached
+		}
 		np = netPod(pod, s.ID, "")
 	}
 	if s.State == runtime.StateRunning {

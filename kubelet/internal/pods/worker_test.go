@@ -75,6 +75,39 @@ func TestTwoContainerPodStartsSandboxFirst(t *testing.T) {
 	}
 }
 
+// A hostNetwork pod is not attached to the pod network: its address is the node's, it gets
+// no hosts file of its own, and deleting it tears nothing down.
+func TestHostNetworkPodUsesTheNodeAddress(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("p1", corev1.RestartPolicyAlways, "app")
+	pod.Spec.HostNetwork = true
+	h.m.Update(pod)
+	h.settle("pod running", func() bool { return h.latest(pod.UID).Phase == corev1.PodRunning })
+	st := h.latest(pod.UID)
+	if st.PodIP != "192.168.1.2" || len(st.PodIPs) != 1 || st.PodIPs[0].IP != "192.168.1.2" {
+		t.Errorf("podIP %q podIPs %v, want the node's 192.168.1.2", st.PodIP, st.PodIPs)
+	}
+	app, _ := h.creates.last("k8s_app_")
+	if !slices.Contains(app.Env, "POD_IP=192.168.1.2") {
+		t.Errorf("app env %v, want POD_IP=192.168.1.2", app.Env)
+	}
+	if slices.ContainsFunc(app.Mounts, func(m runtime.Mount) bool { return m.ContainerPath == "/etc/hosts" }) {
+		t.Errorf("app mounts %v: a hostNetwork pod keeps the node's /etc/hosts", app.Mounts)
+	}
+	if sb, _ := h.creates.last("k8s_POD_"); sb.NetworkMode != "host" {
+		t.Errorf("sandbox network mode %q, want host", sb.NetworkMode)
+	}
+	del := pod.DeepCopy()
+	now := metav1.NewTime(h.clk.Now())
+	grace := int64(1)
+	del.DeletionTimestamp, del.DeletionGracePeriodSeconds = &now, &grace
+	h.m.Update(del)
+	h.settle("finalized", func() bool { return h.fin.count() == 1 })
+	if calls := h.net.Calls(); len(calls) != 0 {
+		t.Errorf("network calls for a hostNetwork pod: %+v, want none", calls)
+	}
+}
+
 func TestExitedContainerRestartsWithBackOff(t *testing.T) {
 	h := newHarness(t)
 	pod := newPod("p1", corev1.RestartPolicyAlways, "app")

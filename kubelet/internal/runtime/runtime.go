@@ -85,11 +85,16 @@ type ContainerConfig struct {
 	Env        []string // KEY=value
 	Labels     map[string]string
 	Hostname   string
-	// NetworkMode is "none" for a pod sandbox, "container:<sandbox id>" for app containers.
+	// NetworkMode is "none" for a pod sandbox ("host" for one on the node's network),
+	// "container:<sandbox id>" for app containers.
 	NetworkMode string
-	// IpcMode and UTSMode: "shareable" for the sandbox, "container:<sandbox id>" to join it.
+	// IpcMode and UTSMode: "shareable" for the sandbox, "container:<sandbox id>" to join it;
+	// UTSMode "host" keeps the node's hostname.
 	IpcMode string
 	UTSMode string
+	// PidMode "host" shares the node's process namespace (hostPID); empty gives the
+	// container its own.
+	PidMode string
 	Mounts  []Mount
 	Resources
 	// StopSignal overrides the image's; empty keeps it (SIGTERM by default).

@@ -80,20 +80,33 @@ func (b Builder) PodDir(uid string) string {
 
 // Sandbox is the configuration of the pod's pause container: it owns the network namespace
 // (attached by the network plugin afterwards, hence NetworkMode none) and a shareable IPC
-// namespace the app containers join.
+// namespace the app containers join. A hostNetwork pod's sandbox is on the node's network
+// with the node's hostname instead, and a hostPID pod's sees the node's processes.
 func (b Builder) Sandbox(pod *corev1.Pod, attempt int) runtime.ContainerConfig {
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
-	}
-	return runtime.ContainerConfig{
+	cfg := runtime.ContainerConfig{
 		Name:        ContainerName(pod, SandboxName, attempt),
 		Image:       b.sandboxImage(),
 		Labels:      labelsFor(b.NodeName, pod, SandboxName, SandboxHash(pod), attempt, true),
-		Hostname:    hostname,
+		Hostname:    pod.Name,
 		NetworkMode: "none",
 		IpcMode:     "shareable",
+		PidMode:     pidMode(pod),
 	}
+	if pod.Spec.Hostname != "" {
+		cfg.Hostname = pod.Spec.Hostname
+	}
+	if pod.Spec.HostNetwork {
+		cfg.Hostname, cfg.NetworkMode, cfg.UTSMode = "", "host", "host"
+	}
+	return cfg
+}
+
+// pidMode is the runtime's PID namespace mode for the pod's containers.
+func pidMode(pod *corev1.Pod) string {
+	if pod.Spec.HostPID {
+		return "host"
+	}
+	return ""
 }
 
 // Container is the configuration of an app or init container joining the sandbox's
@@ -125,6 +138,7 @@ func (b Builder) Container(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 		NetworkMode: join,
 		IpcMode:     join,
 		UTSMode:     join,
+		PidMode:     pidMode(pod),
 		Mounts:      mounts,
 		Resources:   ResourcesFor(c.Resources),
 		// Without them `kubectl attach` would have no input to send to nor terminal to size.

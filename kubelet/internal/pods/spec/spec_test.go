@@ -42,6 +42,30 @@ func TestSandbox(t *testing.T) {
 	}
 }
 
+// A hostNetwork pod's sandbox is on the node's network and keeps the node's hostname; hostPID
+// puts the sandbox and the app containers in the node's process namespace.
+func TestSandboxHostNamespaces(t *testing.T) {
+	p := pod()
+	p.Spec.Hostname = "named"
+	p.Spec.HostNetwork, p.Spec.HostPID = true, true
+	got := Builder{}.Sandbox(p, 0)
+	if got.NetworkMode != "host" || got.UTSMode != "host" || got.Hostname != "" || got.PidMode != "host" || got.IpcMode != "shareable" {
+		t.Errorf("Sandbox of a hostNetwork, hostPID pod: network %q, uts %q, hostname %q, pid %q, ipc %q; want host, host, none, host, shareable",
+			got.NetworkMode, got.UTSMode, got.Hostname, got.PidMode, got.IpcMode)
+	}
+	c, err := Builder{}.Container(t.Context(), p, &p.Spec.Containers[0], "sb1", 0, Env{}, nil)
+	if err != nil {
+		t.Fatalf("Container: %v", err)
+	}
+	if c.NetworkMode != "container:sb1" || c.PidMode != "host" {
+		t.Errorf("Container of a hostPID pod: network %q, pid %q; want container:sb1, host", c.NetworkMode, c.PidMode)
+	}
+	p.Spec.HostPID = false
+	if c, _ := (Builder{}).Container(t.Context(), p, &p.Spec.Containers[0], "sb1", 0, Env{}, nil); c.PidMode != "" {
+		t.Errorf("Container without hostPID: pid %q, want its own", c.PidMode)
+	}
+}
+
 func TestContainer(t *testing.T) {
 	p := pod()
 	p.Spec.Containers[0].Env = []corev1.EnvVar{

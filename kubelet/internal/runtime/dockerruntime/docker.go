@@ -186,6 +186,9 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 	if cfg.UTSMode == "host" {
 		hc.UTSMode = container.UTSMode(cfg.UTSMode)
 	}
+	if cfg.PidMode == "host" {
+		hc.PidMode = container.PidMode(cfg.PidMode)
+	}
 	for _, m := range cfg.Mounts {
 		bind := m.HostPath + ":" + m.ContainerPath
 		if m.ReadOnly {
