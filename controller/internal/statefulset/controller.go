@@ -107,7 +107,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, err
 	}
 
-	plan := Decide(set, pods, update.Name)
+	plan := Decide(set, pods, update.Name, now)
 	manageErr := c.apply(ctx, set, plan, pods, current, update)
 
 	st, next := Status(set, pods, current.Name, update.Name, collisions, now)

@@ -75,9 +75,14 @@ func inRange(set *appsv1.StatefulSet, ordinal int) bool {
 // Revision is the revision hash label of a pod.
 func Revision(pod *corev1.Pod) string { return pod.Labels[history.HashLabel] }
 
-// healthy is a pod running, ready and not terminating: what OrderedReady waits for.
-func healthy(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podstatus.Ready(p)
+// available is a pod running, not terminating and ready for the set's minReadySeconds at now:
+// what OrderedReady and a rolling update wait for.
+func available(set *appsv1.StatefulSet, p *corev1.Pod, now time.Time) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	ok, _ := podstatus.Available(p, set.Spec.MinReadySeconds, now)
+	return ok
 }
 
 func failed(p *corev1.Pod) bool {
@@ -106,14 +111,15 @@ func IdentityLabels(set *appsv1.StatefulSet, pod *corev1.Pod) map[string]string 
 	return map[string]string{PodNameLabel: pod.Name, PodIndexLabel: strconv.Itoa(Ordinal(set.Name, pod))}
 }
 
-// Decide is upstream's StatefulSet update, one sync of it: failed pods are deleted to be
-// made again; pods that lost their identity labels get them back in place; missing ordinals
-// are created, in order and one at a time under OrderedReady (each waiting for the one
-// before to be Running and Ready), all at once under Parallel;
-// pods beyond the replicas go from the highest ordinal down; and under RollingUpdate, once
-// every pod is healthy, the highest pod at or above the partition not at updateRevision is
-// deleted, one at a time, to come back updated. pods are the set's own pods.
-func Decide(set *appsv1.StatefulSet, pods []*corev1.Pod, updateRevision string) Plan {
+// Decide is upstream's StatefulSet update, one sync of it at now: failed pods are deleted to
+// be made again; pods that lost their identity labels get them back in place; missing
+// ordinals are created, in order and one at a time under OrderedReady (each waiting for the
+// one before to be Running, Ready and Available, that is ready for minReadySeconds), all at
+// once under Parallel; pods beyond the replicas go from the highest ordinal down; and under
+// RollingUpdate, once every pod is available, the highest pod at or above the partition not
+// at updateRevision is deleted, one at a time, to come back updated. pods are the set's own
+// pods.
+func Decide(set *appsv1.StatefulSet, pods []*corev1.Pod, updateRevision string, now time.Time) Plan {
 	var plan Plan
 	monotonic := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	start, n := startOrdinal(set), replicaCount(set)
@@ -153,7 +159,7 @@ func Decide(set *appsv1.StatefulSet, pods []*corev1.Pod, updateRevision string) 
 		if p.DeletionTimestamp == nil && !IdentityMatches(set, p) {
 			plan.Fix = append(plan.Fix, p)
 		}
-		if !healthy(p) {
+		if !available(set, p, now) {
 			unhealthy = true
 			if monotonic {
 				plan.Waiting = p.Name
@@ -199,7 +205,7 @@ func Decide(set *appsv1.StatefulSet, pods []*corev1.Pod, updateRevision string) 
 			plan.Waiting = p.Name
 			return plan
 		}
-		if !healthy(p) {
+		if !available(set, p, now) {
 			plan.Waiting = p.Name
 			return plan
 		}

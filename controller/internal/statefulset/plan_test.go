@@ -64,6 +64,20 @@ func unlabelled(p *corev1.Pod, label string) *corev1.Pod {
 	return p
 }
 
+// decideNow is the time TestDecide decides at.
+var decideNow = time.Unix(1000, 0)
+
+// readySince makes a ready pod's Ready condition d old at decideNow.
+func readySince(p *corev1.Pod, d time.Duration) *corev1.Pod {
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(decideNow.Add(-d))
+	return p
+}
+
+func minReady(s *appsv1.StatefulSet, seconds int32) *appsv1.StatefulSet {
+	s.Spec.MinReadySeconds = seconds
+	return s
+}
+
 type planView struct {
 	Fix     []string
 	Create  []int
@@ -122,6 +136,12 @@ func TestDecide(t *testing.T) {
 		{"ordered: identities are fixed up to the pod waited for", testSet(3, ordered, ptr(int32(0))),
 			[]*corev1.Pod{unlabelled(pod(0, "r2", pending), PodNameLabel), unlabelled(pod(1, "r2", ready), PodNameLabel)},
 			planView{Fix: []string{"web-0"}, Waiting: "web-0"}},
+		{"ordered: the next waits for the previous to be ready for minReadySeconds", minReady(testSet(3, ordered, ptr(int32(0))), 10),
+			[]*corev1.Pod{readySince(pod(0, "r1", ready), 5*time.Second)}, planView{Waiting: "web-0"}},
+		{"ordered: the next once the previous is available", minReady(testSet(3, ordered, ptr(int32(0))), 10),
+			[]*corev1.Pod{readySince(pod(0, "r1", ready), 10*time.Second)}, planView{Create: []int{1}, Waiting: "web-1"}},
+		{"rolling update: waits for the updated pod to be available", minReady(testSet(3, ordered, ptr(int32(0))), 10),
+			[]*corev1.Pod{pod(0, "r1", ready), pod(1, "r1", ready), readySince(pod(2, "r2", ready), time.Second)}, planView{Waiting: "web-2"}},
 		{"ordinals start at spec.ordinals.start", func() *appsv1.StatefulSet {
 			s := testSet(2, ordered, ptr(int32(0)))
 			s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 5}
@@ -130,7 +150,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Decide(tc.set, tc.pods, "r2")
+			p := Decide(tc.set, tc.pods, "r2", decideNow)
 			got := planView{Create: p.Create, Waiting: p.Waiting}
 			for _, d := range p.Delete {
 				got.Delete = append(got.Delete, d.Name)
