@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,8 +19,9 @@ import (
 )
 
 // TestCronJobAndDrain runs on a one-node cluster made by the scripts: Kubernetes docs' hello
-// CronJob (every minute, Forbid) makes its first Job, shown by both kubectls and run by hand
-// with create job --from; and a PodDisruptionBudget over a Deployment makes drain retry its
+// CronJob (testdata/docs/cronjob.yaml, every minute), created by each kubectl, makes a Job
+// whose logs show the date it ran, shown by both kubectls and run by hand with create job
+// --from; and a PodDisruptionBudget over a Deployment makes drain retry its
 // refused evictions until it gives up, and lets an eviction through once the Deployment grows.
 func TestCronJobAndDrain(t *testing.T) {
 	c := startNetCluster(t, "cj")
@@ -44,57 +46,66 @@ func TestCronJobAndDrain(t *testing.T) {
 		}
 	}
 
-	step("the hello CronJob makes its first Job, and create job --from runs it by hand", func(t *testing.T) {
-		apply(t, c.kubectlReal, "hello", `apiVersion: batch/v1
-kind: CronJob
-metadata:
-  name: hello
-spec:
-  schedule: "* * * * *"
-  concurrencyPolicy: Forbid
-  jobTemplate:
-    spec:
-      template:
-        spec:
-          containers:
-          - name: hello
-            image: minik8s/busybox
-            imagePullPolicy: IfNotPresent
-            command:
-            - /bin/sh
-            - -c
-            - date; echo Hello from the Kubernetes cluster
-          restartPolicy: OnFailure
-`)
-		cj := pollUntil(t, "cronjob hello", "scheduled", func() (*batchv1.CronJob, error) {
-			return cronJobs.Get(t.Context(), c.ns, "hello", metav1.GetOptions{})
-		}, func(cj *batchv1.CronJob) bool { return cj.Status.LastScheduleTime != nil }, nil, c.kubeletTails)
-		l, err := jobs.List(t.Context(), c.ns, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(l.Items) != 1 || !strings.HasPrefix(l.Items[0].Name, "hello-") ||
-			l.Items[0].Annotations[batchv1.CronJobScheduledTimestampAnnotation] == "" {
-			t.Fatalf("jobs after the first schedule: %s", dump(l.Items))
-		}
-		for _, k := range []kubectl{c.kubectlReal, c.kubectl} {
-			out := k.ok(t, "-n", c.ns, "get", "cronjobs").stdout
-			if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); !slices.Equal(header,
-				[]string{"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"}) {
-				t.Errorf("%s kubectl get cronjobs header %v", k.name, header)
+	step("the documentation's hello CronJob applied by either kubectl runs a Job that logs the date and create job --from runs it by hand", func(t *testing.T) {
+		manifest := filepath.Join("testdata", "docs", "cronjob.yaml")
+		spaces := map[string]kubectl{c.ns: c.kubectlReal, c.ns + "-ours": c.kubectl}
+		for ns, k := range spaces {
+			if ns != c.ns {
+				createNamespace(t, c.kubectlReal, ns)
 			}
-			if row := rowOf(out, "hello"); len(row) < 4 || row[1] != "*" || row[len(row)-4] != "False" {
-				t.Errorf("%s kubectl get cronjobs:\n%s", k.name, out)
+			if out := k.ok(t, "-n", ns, "create", "-f", manifest).stdout; !strings.Contains(out, "cronjob.batch/hello created") {
+				t.Errorf("%s kubectl create:\n%s", k.name, out)
+			}
+		}
+		for ns, k := range spaces {
+			// Every minute: the first Job comes at the next minute, and its pod's start may take
+			// a while on a busy machine.
+			var job batchv1.Job
+			eventually(t, 150*time.Second, "the first Job of "+ns+"/hello to complete", func() bool {
+				l, err := jobs.List(t.Context(), ns, metav1.ListOptions{})
+				if err != nil || len(l.Items) == 0 {
+					return false
+				}
+				job = l.Items[0]
+				return job.Status.Succeeded == 1
+			})
+			cj, err := cronJobs.Get(t.Context(), ns, "hello", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scheduled, err := time.Parse(time.RFC3339, job.Annotations[batchv1.CronJobScheduledTimestampAnnotation])
+			if err != nil || !strings.HasPrefix(job.Name, "hello-") || cj.Status.LastScheduleTime == nil || cj.Status.LastScheduleTime.Time.Before(scheduled) {
+				t.Fatalf("the first Job %s (scheduled %q: %v) of a CronJob last scheduled at %v", job.Name,
+					job.Annotations[batchv1.CronJobScheduledTimestampAnnotation], err, cj.Status.LastScheduleTime)
+			}
+			for _, k := range []kubectl{c.kubectlReal, c.kubectl} {
+				lines := strings.Split(strings.TrimSpace(k.ok(t, "-n", ns, "logs", "job/"+job.Name).stdout), "\n")
+				if len(lines) != 2 || lines[1] != "Hello from the Kubernetes cluster" {
+					t.Fatalf("%s kubectl logs job/%s: %q", k.name, job.Name, lines)
+				}
+				// The date line is when the Job's pod ran: at or after its scheduled minute.
+				if ran, err := time.Parse(time.UnixDate, lines[0]); err != nil || ran.Before(scheduled) {
+					t.Errorf("%s kubectl logs job/%s: date line %q (%v), want a date from %s on", k.name, job.Name, lines[0], err, scheduled)
+				}
+				out := k.ok(t, "-n", ns, "get", "cronjobs").stdout
+				if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); !slices.Equal(header,
+					[]string{"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"}) {
+					t.Errorf("%s kubectl get cronjobs header %v", k.name, header)
+				}
+				if row := rowOf(out, "hello"); len(row) < 4 || row[1] != "*" || row[len(row)-4] != "False" {
+					t.Errorf("%s kubectl get cronjobs:\n%s", k.name, out)
+				}
 			}
 			name := "hello-by-" + k.name
-			k.ok(t, "-n", c.ns, "create", "job", name, "--from=cronjob/hello")
-			j, err := jobs.Get(t.Context(), c.ns, name, metav1.GetOptions{})
+			k.ok(t, "-n", ns, "create", "job", name, "--from=cronjob/hello")
+			j, err := jobs.Get(t.Context(), ns, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("%s kubectl create job --from: %v", k.name, err)
 			}
 			if j.Annotations["cronjob.kubernetes.io/instantiate"] != "manual" || len(j.OwnerReferences) != 1 || j.OwnerReferences[0].UID != cj.UID {
 				t.Errorf("%s kubectl create job --from made %s", k.name, dump(j.ObjectMeta))
 			}
+			k.ok(t, "-n", ns, "delete", "cronjob", "hello")
 		}
 	})
 

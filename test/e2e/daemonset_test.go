@@ -13,60 +13,17 @@ import (
 	"minik8s.io/shared/client"
 )
 
-// fluentdDaemonSet is the DaemonSet of the Kubernetes documentation's DaemonSet page
-// (fluentd-elasticsearch), in the test's namespace and with the project's busybox for the
-// fluentd image.
-const fluentdDaemonSet = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: fluentd-elasticsearch
-  labels:
-    k8s-app: fluentd-logging
-spec:
-  selector:
-    matchLabels:
-      name: fluentd-elasticsearch
-  template:
-    metadata:
-      labels:
-        name: fluentd-elasticsearch
-    spec:
-      tolerations:
-      - key: node-role.kubernetes.io/control-plane
-        operator: Exists
-        effect: NoSchedule
-      - key: node-role.kubernetes.io/master
-        operator: Exists
-        effect: NoSchedule
-      containers:
-      - name: fluentd-elasticsearch
-        image: minik8s/busybox:1.0
-        command: ["sleep", "3600"]
-        resources:
-          limits:
-            memory: 200Mi
-          requests:
-            cpu: 100m
-            memory: 200Mi
-        volumeMounts:
-        - name: varlog
-          mountPath: /var/log
-      terminationGracePeriodSeconds: 30
-      volumes:
-      - name: varlog
-        hostPath:
-          path: /var/log
-`
-
-// TestDaemonSet runs the documentation's fluentd-elasticsearch DaemonSet, applied with the
-// real kubectl, on a three-node cluster made by the scripts: a running pod on every node,
-// one more on a node added with scripts/node.sh add, and a rollout, its history and its undo
-// through the real kubectl and ours.
+// TestDaemonSet runs the documentation's fluentd-elasticsearch DaemonSet
+// (testdata/docs/daemonset.yaml, in kube-system as written), applied with each kubectl in
+// turn, on a three-node cluster made by the scripts: a running pod on every node, the one
+// tainted as a control-plane node included, one more on a node added with scripts/node.sh
+// add, and a rollout, its history and its undo through the real kubectl and ours.
 func TestDaemonSet(t *testing.T) {
 	c := startNetCluster(t, "a", "b", "c")
 	c.startControlPlane(t, nil, nil)
 	dss := client.MustFor[*appsv1.DaemonSet, *appsv1.DaemonSetList](c.cl)
-	const name = "fluentd-elasticsearch"
+	const name, ns = "fluentd-elasticsearch", "kube-system"
+	manifest := filepath.Join("testdata", "docs", "daemonset.yaml")
 	step := func(name string, f func(t *testing.T)) {
 		if !t.Run(name, f) {
 			t.FailNow()
@@ -78,7 +35,7 @@ func TestDaemonSet(t *testing.T) {
 		t.Helper()
 		var byNode map[string]*corev1.Pod
 		pollUntil(t, "daemonset "+name, what, func() (map[string]*corev1.Pod, error) {
-			list, err := c.pods.List(t.Context(), c.ns, metav1.ListOptions{LabelSelector: "name=" + name})
+			list, err := c.pods.List(t.Context(), ns, metav1.ListOptions{LabelSelector: "name=" + name})
 			if err != nil {
 				return nil, err
 			}
@@ -109,24 +66,34 @@ func TestDaemonSet(t *testing.T) {
 	}
 	nodes := []string{c.names["a"], c.names["b"], c.names["c"]}
 
-	step("the documentation's DaemonSet runs a pod on every node", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "daemonset.yaml")
-		writeFile(t, path, fluentdDaemonSet)
-		c.kubectlReal.ok(t, "-n", c.ns, "apply", "-f", path)
-		pods := running(t, "a running pod on each of the three nodes", nodes...)
-		for n, p := range pods {
-			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == "" {
-				t.Errorf("pod %s on %s has no %s label", p.Name, n, appsv1.ControllerRevisionHashLabelKey)
+	step("the documentation's DaemonSet applied by either kubectl runs a pod on every node", func(t *testing.T) {
+		// The example tolerates the control-plane taint, so a node that has it gets its pod too.
+		c.kubectlReal.ok(t, "taint", "node", c.names["a"], "node-role.kubernetes.io/control-plane:NoSchedule")
+		for i, k := range []kubectl{c.kubectlReal, c.kubectl} {
+			if out := k.ok(t, "apply", "-f", manifest).stdout; !strings.Contains(out, "daemonset.apps/"+name+" created") {
+				t.Errorf("%s kubectl apply:\n%s", k.name, out)
 			}
-		}
-		r := c.kubectlReal.ok(t, "-n", c.ns, "rollout", "status", "daemonset/"+name, "--timeout", "3m")
-		if !strings.Contains(r.stdout, fmt.Sprintf("daemon set %q successfully rolled out", name)) {
-			t.Errorf("kubectl rollout status:\n%s", r)
-		}
-		for _, k := range []kubectl{c.kubectlReal, c.kubectl} {
-			out := k.ok(t, "-n", c.ns, "get", "ds", name).stdout
-			if row := rowOf(out, name); len(row) < 7 || row[1] != "3" || row[2] != "3" || row[3] != "3" || row[4] != "3" || row[5] != "3" || row[6] != "<none>" {
-				t.Errorf("%s kubectl get ds: want 3 desired, current, ready, up-to-date, available and no node selector:\n%s", k.name, out)
+			pods := running(t, "a running pod on each of the three nodes", nodes...)
+			for n, p := range pods {
+				if p.Labels[appsv1.ControllerRevisionHashLabelKey] == "" {
+					t.Errorf("pod %s on %s has no %s label", p.Name, n, appsv1.ControllerRevisionHashLabelKey)
+				}
+			}
+			r := k.ok(t, "-n", ns, "rollout", "status", "daemonset/"+name, "--timeout", "3m")
+			if !strings.Contains(r.stdout, fmt.Sprintf("daemon set %q successfully rolled out", name)) {
+				t.Errorf("%s kubectl rollout status:\n%s", k.name, r)
+			}
+			for _, k := range []kubectl{c.kubectlReal, c.kubectl} {
+				out := k.ok(t, "-n", ns, "get", "ds", name).stdout
+				if row := rowOf(out, name); len(row) < 7 || row[1] != "3" || row[2] != "3" || row[3] != "3" || row[4] != "3" || row[5] != "3" || row[6] != "<none>" {
+					t.Errorf("%s kubectl get ds: want 3 desired, current, ready, up-to-date, available and no node selector:\n%s", k.name, out)
+				}
+			}
+			if i == 0 {
+				k.ok(t, "delete", "-f", manifest)
+				pollUntil(t, "the pods of daemonset "+name, "gone with it", func() (*corev1.PodList, error) {
+					return c.pods.List(t.Context(), ns, metav1.ListOptions{LabelSelector: "name=" + name})
+				}, func(l *corev1.PodList) bool { return len(l.Items) == 0 }, nil, c.kubeletTails)
 			}
 		}
 	})
@@ -137,7 +104,7 @@ func TestDaemonSet(t *testing.T) {
 		c.started = append(c.started, c.loadNode(t, added))
 		running(t, "a running pod on each of the four nodes", append(nodes, added)...)
 		pollUntil(t, "daemonset "+name, "status of four nodes", func() (*appsv1.DaemonSet, error) {
-			return dss.Get(t.Context(), c.ns, name, metav1.GetOptions{})
+			return dss.Get(t.Context(), ns, name, metav1.GetOptions{})
 		}, func(ds *appsv1.DaemonSet) bool {
 			st := ds.Status
 			return st.DesiredNumberScheduled == 4 && st.CurrentNumberScheduled == 4 && st.NumberReady == 4 && st.NumberAvailable == 4 && st.NumberMisscheduled == 0
@@ -147,8 +114,8 @@ func TestDaemonSet(t *testing.T) {
 
 	step("a rollout, its history and its undo", func(t *testing.T) {
 		before := running(t, "the pods before the rollout", nodes...)
-		c.kubectlReal.ok(t, "-n", c.ns, "set", "env", "daemonset/"+name, "ROLLOUT=2")
-		r := c.kubectlReal.ok(t, "-n", c.ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
+		c.kubectlReal.ok(t, "-n", ns, "set", "env", "daemonset/"+name, "ROLLOUT=2")
+		r := c.kubectlReal.ok(t, "-n", ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
 		if !strings.Contains(r.stdout, "successfully rolled out") {
 			t.Errorf("kubectl rollout status:\n%s", r)
 		}
@@ -159,35 +126,35 @@ func TestDaemonSet(t *testing.T) {
 			}
 		}
 		for _, k := range []kubectl{c.kubectlReal, c.kubectl} {
-			out := k.ok(t, "-n", c.ns, "rollout", "history", "daemonset/"+name).stdout
+			out := k.ok(t, "-n", ns, "rollout", "history", "daemonset/"+name).stdout
 			if rowOf(out, "1") == nil || rowOf(out, "2") == nil {
 				t.Errorf("%s kubectl rollout history: want revisions 1 and 2:\n%s", k.name, out)
 			}
 		}
-		r = c.kubectl.ok(t, "-n", c.ns, "rollout", "undo", "daemonset/"+name)
+		r = c.kubectl.ok(t, "-n", ns, "rollout", "undo", "daemonset/"+name)
 		if !strings.Contains(r.stdout, "daemonset.apps/"+name+" rolled back") {
 			t.Errorf("kubectl rollout undo:\n%s", r)
 		}
-		c.kubectl.ok(t, "-n", c.ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
+		c.kubectl.ok(t, "-n", ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
 		undone := running(t, "the pods after the undo", nodes...)
 		for n, p := range undone {
 			if len(p.Spec.Containers[0].Env) != 0 {
 				t.Errorf("the pod on %s still has the rolled-back env: %s", n, p.Name)
 			}
 		}
-		out := c.kubectlReal.ok(t, "-n", c.ns, "rollout", "history", "daemonset/"+name).stdout
+		out := c.kubectlReal.ok(t, "-n", ns, "rollout", "history", "daemonset/"+name).stdout
 		if rowOf(out, "2") == nil || rowOf(out, "3") == nil || rowOf(out, "1") != nil {
 			t.Errorf("after the undo revision 1 should be 3:\n%s", out)
 		}
-		r = c.kubectlReal.ok(t, "-n", c.ns, "rollout", "restart", "daemonset/"+name)
+		r = c.kubectlReal.ok(t, "-n", ns, "rollout", "restart", "daemonset/"+name)
 		if !strings.Contains(r.stdout, "daemonset.apps/"+name+" restarted") {
 			t.Errorf("kubectl rollout restart:\n%s", r)
 		}
-		c.kubectlReal.ok(t, "-n", c.ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
-		r = c.kubectlReal.ok(t, "-n", c.ns, "rollout", "undo", "daemonset/"+name)
+		c.kubectlReal.ok(t, "-n", ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
+		r = c.kubectlReal.ok(t, "-n", ns, "rollout", "undo", "daemonset/"+name)
 		if !strings.Contains(r.stdout, "rolled back") {
 			t.Errorf("real kubectl rollout undo:\n%s", r)
 		}
-		c.kubectlReal.ok(t, "-n", c.ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
+		c.kubectlReal.ok(t, "-n", ns, "rollout", "status", "daemonset/"+name, "--timeout", "4m")
 	})
 }

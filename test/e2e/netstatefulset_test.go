@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,61 +63,11 @@ spec:
         requests: {storage: 1Gi}
 `
 
-// docsManifest is the web example of Kubernetes' StatefulSet documentation, with the
-// project's nginx image in place of nginx-slim.
-const docsManifest = `apiVersion: v1
-kind: Service
-metadata:
-  name: nginx
-  labels:
-    app: nginx
-spec:
-  ports:
-  - port: 80
-    name: web
-  clusterIP: None
-  selector:
-    app: nginx
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: web
-spec:
-  serviceName: "nginx"
-  replicas: 2
-  selector:
-    matchLabels:
-      app: nginx
-  template:
-    metadata:
-      labels:
-        app: nginx
-    spec:
-      containers:
-      - name: nginx
-        image: minik8s/nginx:1.0
-        ports:
-        - containerPort: 80
-          name: web
-        volumeMounts:
-        - name: www
-          mountPath: /usr/share/nginx/html
-  volumeClaimTemplates:
-  - metadata:
-      name: www
-    spec:
-      accessModes: [ "ReadWriteOnce" ]
-      resources:
-        requests:
-          storage: 1Gi
-`
-
 // TestStatefulSetCluster runs a StatefulSet on three nodes: pods made in ordinal order, each
 // once the one before is Ready, with claims provisioned in the shared directory; their names
 // resolved by cluster DNS from another pod, and the headless Service's name to all of them; a
 // deleted pod back under its name with its data; a rolling update held at a partition, then
-// finished; kubectl scale and get; and the documentation's web example with the real kubectl.
+// finished; kubectl scale and get; and the documentation's web example with both kubectls.
 func TestStatefulSetCluster(t *testing.T) {
 	c := startNetCluster(t, "1", "2", "3")
 	c.startControlPlane(t, nil, nil)
@@ -258,36 +209,78 @@ func TestStatefulSetCluster(t *testing.T) {
 		}
 	})
 
-	step("the documentation's web example with the real kubectl", func(t *testing.T) {
-		ns := c.ns + "-docs"
-		createNamespace(t, c.kubectlReal, ns)
-		file := filepath.Join(dir, "docs.yaml")
-		writeFile(t, file, docsManifest)
-		out := c.kubectlReal.ok(t, "-n", ns, "apply", "-f", file).stdout
-		if !strings.Contains(out, "service/nginx created") || !strings.Contains(out, "statefulset.apps/web created") {
-			t.Errorf("kubectl apply:\n%s", out)
-		}
-		waitSet(t, ns, "2 ready", func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 2 })
-		pods := squeeze(c.kubectlReal.ok(t, "-n", ns, "get", "pods", "-l", "app=nginx").stdout)
-		for _, want := range []string{"web-0 1/1 Running 0", "web-1 1/1 Running 0"} {
-			if !strings.Contains(pods, want) {
-				t.Errorf("kubectl get pods -l app=nginx lacks %q:\n%s", want, pods)
+	step("the documentation's web example with both kubectls: claims of its class then ordered start and stable names", func(t *testing.T) {
+		manifest := filepath.Join("testdata", "docs", "statefulset.yaml")
+		spaces := map[string]kubectl{c.ns + "-docs": c.kubectlReal, c.ns + "-docs-ours": c.kubectl}
+		for ns, k := range spaces {
+			createNamespace(t, c.kubectlReal, ns)
+			out := k.ok(t, "-n", ns, "apply", "-f", manifest).stdout
+			if !strings.Contains(out, "service/nginx created") || !strings.Contains(out, "statefulset.apps/web created") {
+				t.Errorf("%s kubectl apply:\n%s", k.name, out)
 			}
 		}
-		claims := squeeze(c.kubectlReal.ok(t, "-n", ns, "get", "pvc", "-l", "app=nginx").stdout)
-		for _, want := range []string{"www-web-0 Bound", "www-web-1 Bound"} {
-			if !strings.Contains(claims, want) {
-				t.Errorf("kubectl get pvc -l app=nginx lacks %q:\n%s", want, claims)
+		// The example names the class my-storage-class, which no cluster has by default: as in
+		// Kubernetes, the first claim waits for it and the pods after web-0 are not made.
+		for ns := range spaces {
+			pollUntil(t, "claim "+ns+"/www-web-0", "Pending for its missing class", func() (*corev1.EventList, error) {
+				return c.events.List(t.Context(), ns, metav1.ListOptions{FieldSelector: "involvedObject.name=www-web-0"})
+			}, func(l *corev1.EventList) bool {
+				return slices.ContainsFunc(l.Items, func(e corev1.Event) bool {
+					return e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, `storageclass.storage.k8s.io "my-storage-class" not found`)
+				})
+			}, nil, c.kubeletTails)
+			if claim, err := pvcs.Get(t.Context(), ns, "www-web-0", metav1.GetOptions{}); err != nil || claim.Status.Phase != corev1.ClaimPending {
+				t.Errorf("claim www-web-0 in %s: %v %s, want Pending", ns, err, dump(claim))
+			}
+			if _, err := c.pods.Get(t.Context(), ns, "web-1", metav1.GetOptions{}); err == nil {
+				t.Errorf("web-1 made in %s while web-0 waits for its claim", ns)
 			}
 		}
-		ip := ""
-		if p, err := c.pods.Get(t.Context(), ns, "web-0", metav1.GetOptions{}); err == nil {
-			ip = p.Status.PodIP
+		// The administrator provides the class, on this cluster's provisioner.
+		class := filepath.Join(dir, "my-storage-class.yaml")
+		writeFile(t, class, "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: my-storage-class\nprovisioner: minik8s.io/hostpath-shared\n")
+		c.kubectlReal.ok(t, "apply", "-f", class)
+		for ns, k := range spaces {
+			waitSet(t, ns, "3 available", func(s *appsv1.StatefulSet) bool { return s.Status.AvailableReplicas == 3 })
+			for i := range 3 {
+				name := fmt.Sprintf("web-%d", i)
+				p, err := c.pods.Get(t.Context(), ns, name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i > 0 {
+					// minReadySeconds: 10 holds each pod back until the one before has been Ready that long.
+					prev, err := c.pods.Get(t.Context(), ns, fmt.Sprintf("web-%d", i-1), metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if availableAt := podstatus.ReadySince(prev).Add(10 * time.Second); p.CreationTimestamp.Time.Before(availableAt) {
+						t.Errorf("%s/%s made at %s, before %s was available at %s", ns, name, p.CreationTimestamp, prev.Name, availableAt)
+					}
+				}
+				claim, err := pvcs.Get(t.Context(), ns, "www-"+name, metav1.GetOptions{})
+				if err != nil || claim.Status.Phase != corev1.ClaimBound || claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != "my-storage-class" {
+					t.Errorf("claim %s/www-%s: %v %s, want Bound of my-storage-class", ns, name, err, dump(claim))
+				}
+				fqdn := name + ".nginx." + ns + ".svc.cluster.local"
+				eventually(t, netTimeout, fqdn+" resolving to "+p.Status.PodIP, func() bool {
+					return slices.Equal(answerAddrs(c.inPod(t, c.kubectl, "sts-client", "nslookup "+fqdn+" 2>&1 || true")), []string{p.Status.PodIP})
+				})
+			}
+			pods := squeeze(k.ok(t, "-n", ns, "get", "pods", "-l", "app=nginx").stdout)
+			for _, want := range []string{"web-0 1/1 Running 0", "web-1 1/1 Running 0", "web-2 1/1 Running 0"} {
+				if !strings.Contains(pods, want) {
+					t.Errorf("%s kubectl get pods -l app=nginx lacks %q:\n%s", k.name, want, pods)
+				}
+			}
+			claims := squeeze(k.ok(t, "-n", ns, "get", "pvc", "-l", "app=nginx").stdout)
+			for _, want := range []string{"www-web-0 Bound", "www-web-1 Bound", "www-web-2 Bound"} {
+				if !strings.Contains(claims, want) {
+					t.Errorf("%s kubectl get pvc -l app=nginx lacks %q:\n%s", k.name, want, claims)
+				}
+			}
+			k.ok(t, "-n", ns, "delete", "-f", manifest)
 		}
-		fqdn := "web-0.nginx." + ns + ".svc.cluster.local"
-		eventually(t, netTimeout, fqdn+" resolving to "+ip, func() bool {
-			return slices.Equal(answerAddrs(c.inPod(t, c.kubectl, "sts-client", "nslookup "+fqdn+" 2>&1 || true")), []string{ip})
-		})
-		c.kubectlReal.ok(t, "-n", ns, "delete", "-f", file)
+		c.kubectlReal.ok(t, "delete", "-f", class)
 	})
 }
