@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestProxySubresources goes through `kubectl proxy` of the real kubectl to a pod on
+// TestProxySubresources goes through `kubectl proxy` of the real kubectl and ours to a pod on
 // a real kubelet (Docker, CNI) by pods/<name>/proxy and services/<name>:<port>/proxy, the
 // service resolved through its Endpoints to the pod's IP, reads the kubelet's metrics, health
 // and stats summary by nodes/<name>/proxy, and sees a user without the verb refused.
@@ -32,7 +32,7 @@ func TestProxySubresources(t *testing.T) {
 	n.kubectlReal.ok(t, "apply", "-f", eps)
 
 	base := "/api/v1/namespaces/" + n.ns
-	for _, k := range []kubectl{n.kubectlReal} {
+	for _, k := range []kubectl{n.kubectlReal, n.kubectl} {
 		t.Run(k.name, func(t *testing.T) {
 			addr := startKubectlProxy(t, k)
 			for _, tc := range []struct{ path, want string }{
