@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -256,13 +257,17 @@ func serviceLocation(svc *corev1.Service, eps *corev1.Endpoints, sch, port, id s
 	if len(eps.Subsets) == 0 {
 		return proxyLocation{}, apierror.New(apierror.ErrUnavailable, "no endpoints available for service %q", svc.Name)
 	}
-	for _, ss := range eps.Subsets {
+	// A random ready address, as kube-apiserver spreads proxied requests.
+	first := rand.IntN(len(eps.Subsets))
+	for i := range eps.Subsets {
+		ss := eps.Subsets[(first+i)%len(eps.Subsets)]
 		if len(ss.Addresses) == 0 {
 			continue
 		}
 		for _, p := range ss.Ports {
 			if p.Name == port {
-				host := net.JoinHostPort(ss.Addresses[0].IP, strconv.Itoa(int(p.Port)))
+				addr := ss.Addresses[rand.IntN(len(ss.Addresses))]
+				host := net.JoinHostPort(addr.IP, strconv.Itoa(int(p.Port)))
 				return proxyLocation{url: &url.URL{Scheme: sch, Host: host}}, nil
 			}
 		}

@@ -108,6 +108,27 @@ func TestServiceLocation(t *testing.T) {
 	}
 }
 
+// Requests spread over the ready addresses, never to a not-ready one.
+func TestServiceLocationSpreads(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	eps := &corev1.Endpoints{Subsets: []corev1.EndpointSubset{{
+		Addresses:         []corev1.EndpointAddress{{IP: "10.0.0.5"}, {IP: "10.0.0.6"}},
+		NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.0.0.9"}},
+		Ports:             []corev1.EndpointPort{{Port: 8080}},
+	}}}
+	seen := map[string]int{}
+	for range 200 {
+		loc, err := serviceLocation(svc, eps, "http", "", "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[loc.url.Host]++
+	}
+	if len(seen) != 2 || seen["10.0.0.5:8080"] == 0 || seen["10.0.0.6:8080"] == 0 {
+		t.Errorf("200 requests went to %v", seen)
+	}
+}
+
 func TestPodLocation(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "b", Ports: []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 9090}}}}},
 		Status: corev1.PodStatus{PodIP: "10.244.1.7"}}
