@@ -33,7 +33,8 @@ type Resource struct {
 	Categories []string
 	// Subresources served besides the main endpoint: "status", "binding", "scale", "log",
 	// "invoke" (a function or workflow called through the serverless gateway), "token" (a
-	// ServiceAccount token, TokenRequest).
+	// ServiceAccount token, TokenRequest), "proxy" (HTTP to a pod, a service's endpoint or a
+	// node's kubelet).
 	Subresources []string
 	// DeleteCollection is served where Kubernetes serves it.
 	DeleteCollection bool
@@ -78,13 +79,13 @@ var Resources = []*Resource{
 	{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
 		Subresources: []string{"status"}, New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
-		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} }},
+		Subresources: []string{"status", "proxy"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Plural: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
-		Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
+		Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("ReplicationController"), Plural: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"},
 		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.ReplicationController{} }, NewList: func() runtime.Object { return &corev1.ReplicationControllerList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Plural: "services", Singular: "service", Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},
-		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
+		Subresources: []string{"status", "proxy"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Endpoints"), Plural: "endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
 		DeleteCollection: true, New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
 	{GVK: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), Plural: "endpointslices", Singular: "endpointslice", Namespaced: true,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -287,20 +286,11 @@ func maxTick(log string) int {
 // httpGet fetches url from the host and returns the body; it fails the test unless 200.
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+	code, body := httpAnswer(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d: %s", url, code, body)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return string(body)
+	return body
 }
 
 func restartCounts(p *corev1.Pod) map[string]int32 {

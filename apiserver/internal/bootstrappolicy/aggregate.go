@@ -38,14 +38,14 @@ func aggregatedRoles() []rbacv1.ClusterRole {
 			ObjectMeta: metav1.ObjectMeta{Name: "system:aggregate-to-edit", Labels: map[string]string{AggregateToEdit: "true"}},
 			Rules: []rbacv1.PolicyRule{
 				// Reading what view leaves out because it reveals or reaches into workloads.
-				rule(read...).groups(legacyGroup).resources("pods/attach", "pods/exec", "pods/portforward", "secrets").rule(),
+				rule(read...).groups(legacyGroup).resources("pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy").rule(),
 				rule("impersonate").groups(legacyGroup).resources("serviceaccounts").rule(),
 
-				rule(write...).groups(legacyGroup).resources("pods", "pods/attach", "pods/exec", "pods/portforward").rule(),
+				rule(write...).groups(legacyGroup).resources("pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy").rule(),
 				rule("create").groups(legacyGroup).resources("pods/eviction").rule(),
 				// Endpoints and EndpointSlices stay read-only: writing them redirects a
 				// Service's traffic anywhere (CVE-2021-25740).
-				rule(write...).groups(legacyGroup).resources("serviceaccounts", "services", "persistentvolumeclaims",
+				rule(write...).groups(legacyGroup).resources("serviceaccounts", "services", "services/proxy", "persistentvolumeclaims",
 					"configmaps", "secrets", "events").rule(),
 				rule(write...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale").rule(),
 				// The same Events, through the newer API.

@@ -255,6 +255,25 @@ func resourceRoutes(prefix string, r *scheme.Resource, kind, list string) map[st
 				description: "connect GET requests to " + sub + " of " + gvk.Kind, responses: map[int]string{200: ""}}
 			p.post = &op{id: "connect" + gp + "Post" + ns + gvk.Kind + suffix, action: "connect", gvk: ogvk, rawOutput: "*/*",
 				description: "connect POST requests to " + sub + " of " + gvk.Kind, responses: map[int]string{200: ""}}
+		case "proxy":
+			// Any method, to the pod, service or node; upstream publishes the five below on
+			// .../proxy (with the target path as a query parameter) and on .../proxy/{path}.
+			ogvk := schema.GroupVersionKind{Version: "v1", Kind: gvk.Kind + "ProxyOptions"}
+			withPath := &route{tag: tag, params: append([]param{pathParam("path", "path to the resource")}, itemParams...)}
+			p.params = append(append([]param{}, itemParams...), queryParam("path", "string", "Path is the URL path to use for the current proxy request to "+strings.ToLower(gvk.Kind)+"."))
+			for _, rt := range []struct {
+				r     *route
+				extra string
+			}{{p, ""}, {withPath, "WithPath"}} {
+				for _, m := range []struct {
+					name string
+					into **op
+				}{{"Get", &rt.r.get}, {"Put", &rt.r.put}, {"Post", &rt.r.post}, {"Patch", &rt.r.patch}, {"Delete", &rt.r.delete}} {
+					*m.into = &op{id: "connect" + gp + m.name + ns + gvk.Kind + suffix + rt.extra, action: "connect", gvk: ogvk, rawOutput: "*/*",
+						description: "connect " + strings.ToUpper(m.name) + " requests to proxy of " + gvk.Kind, responses: map[int]string{200: ""}}
+				}
+			}
+			routes[item+"/proxy/{path}"] = withPath
 		case "invoke":
 			// The body and the answer are the function's or workflow's own JSON, which no
 			// schema describes; the gateway's errors come back as they are.

@@ -304,6 +304,11 @@ func TestV2ResourcePaths(t *testing.T) {
 					options := map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}[sub]
 					connect := &opSummary{Action: "connect", GVK: "/v1, Kind=" + options, Produces: []string{"*/*"}}
 					want[item+"/"+sub] = map[string]*opSummary{"get": connect, "post": connect}
+				case "proxy":
+					connect := &opSummary{Action: "connect", GVK: "/v1, Kind=" + r.GVK.Kind + "ProxyOptions", Produces: []string{"*/*"}}
+					for _, path := range []string{item + "/proxy", item + "/proxy/{path}"} {
+						want[path] = map[string]*opSummary{"get": connect, "put": connect, "post": connect, "patch": connect, "delete": connect}
+					}
 				case "token":
 					ref := "#/definitions/" + tokenRequestSchema
 					want[item+"/token"] = map[string]*opSummary{"post": {Action: "post", GVK: "authentication.k8s.io/v1, Kind=TokenRequest", Body: ref, BodyRequired: true,

@@ -147,6 +147,8 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 				ar.Group, ar.Version, ar.Kind, ar.Verbs = authenticationGV.Group, authenticationGV.Version, "TokenRequest", metav1.Verbs{"create"}
 			case "portforward":
 				ar.Kind, ar.Verbs = "PodPortForwardOptions", metav1.Verbs{"create", "get"}
+			case "proxy":
+				ar.Kind, ar.Verbs = r.GVK.Kind+"ProxyOptions", metav1.Verbs{"create", "delete", "get", "patch", "update"}
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

@@ -37,13 +37,13 @@ func parseResourcePath(gv schema.GroupVersion, segs []string) (target, error) {
 			if len(segs) > 0 {
 				t.subresource, segs = segs[0], segs[1:]
 			}
-			if len(segs) > 0 {
+			if len(segs) > 0 && t.subresource != "proxy" {
 				return target{}, notFound
 			}
 			return t, t.checkSubresource()
 		}
 	}
-	if len(segs) == 0 || len(segs) > 3 {
+	if len(segs) == 0 || (len(segs) > 3 && segs[2] != "proxy") {
 		return target{}, notFound
 	}
 	r, ok := scheme.ByGVR(gv.WithResource(segs[0]))

@@ -20,6 +20,7 @@ import (
 	"minik8s.io/apiserver/internal/storage"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
+	"minik8s.io/shared/kubeletclient"
 )
 
 // Identity is who made a request, from the bearer token (or whom it impersonates).
@@ -91,6 +92,9 @@ type Server struct {
 	metrics *metricsource.Source
 	// access authorizes and admits; nil allows everything authenticated.
 	access Access
+	// proxyTransport reaches pods and services for their proxy subresource: HTTPS without
+	// verifying the backend's certificate, as kube-apiserver's proxy transport.
+	proxyTransport http.RoundTripper
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -102,7 +106,7 @@ func New(cfg Config) *Server {
 		cfg.WatchBookmarkInterval = time.Minute
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, proxyTransport: kubeletclient.NewHTTP(DefaultKubeletTimeout).Transport}
 	s.reg = registry.New(registry.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs,
 		PodCIDRBits: cfg.PodCIDRBits, Admit: s.admit})
 	if cfg.NewAccess != nil {
@@ -319,6 +323,10 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 			return
 		}
 		s.invoke(c, t)
+		return
+	case "proxy":
+		verb = "connect"
+		s.proxy(c, t)
 		return
 	case "exec", "attach", "portforward":
 		verb = "create"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"strings"
 
@@ -81,6 +83,8 @@ type getFlags struct {
 	output, selector, fieldSelector string
 	allNamespaces, watch            bool
 	showLabels, noHeaders           bool
+	// raw is a path to GET and print as the server answers, instead of resources.
+	raw string
 	// template and jsonPath are -o jsonpath's; output is then "jsonpath".
 	template string
 	jsonPath *jsonpath.JSONPath
@@ -123,6 +127,12 @@ func newGet(o *options) *cobra.Command {
 		Use:   "get TYPE[.VERSION][.GROUP] [NAME | -l label] | TYPE[.VERSION][.GROUP]/NAME ...",
 		Short: "Display one or many resources",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.raw != "" {
+				if len(args) > 0 {
+					return errors.New("arguments may not be passed when --raw is specified")
+				}
+				return o.getRaw(cmd.Context(), cmd.OutOrStdout(), g.raw)
+			}
 			targets, err := parseTargets(args)
 			if err != nil {
 				return err
@@ -155,7 +165,27 @@ func newGet(o *options) *cobra.Command {
 	f.BoolVarP(&g.watch, "watch", "w", false, "After listing/getting the requested object, watch for changes.")
 	f.BoolVar(&g.showLabels, "show-labels", false, "When printing, show all labels as the last column.")
 	f.BoolVar(&g.noHeaders, "no-headers", false, "When using the default or custom-column output format, don't print headers.")
+	f.StringVar(&g.raw, "raw", "", "Raw URI to request from the server.  Uses the transport specified by the kubeconfig file.")
 	return cmd
+}
+
+// getRaw writes what the server answers to a GET of the path (with its query), as it comes.
+func (o *options) getRaw(ctx context.Context, out io.Writer, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	body, err := cl.Get().AbsPath(u.Path).Params(u.Query()).Accept("*/*").Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(out, body)
+	return err
 }
 
 func (g getFlags) listOptions() metav1.ListOptions {

@@ -198,6 +198,7 @@ func TestMetricsExportContainerUsage(t *testing.T) {
 	for _, want := range []string{
 		`container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 2.5`,
 		`container_memory_working_set_bytes{container="app",namespace="default",pod="web"} 1.048576e+06`,
+		`kubelet_node_name{node="n1"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

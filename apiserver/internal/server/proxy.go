@@ -1,0 +1,302 @@
+package server
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	corev1 "k8s.io/api/core/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"minik8s.io/shared/apierror"
+	"minik8s.io/shared/scheme"
+)
+
+// proxyLocation is where a proxy subresource request goes.
+type proxyLocation struct {
+	// url is the backend's scheme and host.
+	url *url.URL
+	// kubelet marks the kubelet's own endpoint: reached with the kubelet client and the
+	// apiserver's credentials.
+	kubelet bool
+}
+
+// proxy serves pods/<name>/proxy, services/<name>/proxy and nodes/<name>/proxy with any
+// method: the request, with the path after /proxy and its query, goes to a pod's IP, a
+// ready endpoint of the service, or the node's kubelet, and the answer (or the upgraded
+// connection) comes back as it is, streamed.
+func (s *Server) proxy(c *gin.Context, t target) {
+	ctx := c.Request.Context()
+	var loc proxyLocation
+	var err error
+	switch t.res.Plural {
+	case "pods":
+		loc, err = s.podProxyLocation(ctx, t)
+	case "services":
+		loc, err = s.serviceProxyLocation(ctx, t)
+	case "nodes":
+		loc, err = s.nodeProxyLocation(ctx, t)
+	default:
+		err = apierror.New(apierror.ErrNotFound, "the server could not find the requested resource")
+	}
+	if err != nil {
+		writeError(c, err)
+		return
+	}
+	rest, prefix := proxyPath(c.Request.URL.Path, t)
+	if rest == "" && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead) && !isUpgrade(c.Request) {
+		// As kube-apiserver: the backend's root is <...>/proxy/, so relative links resolve.
+		target := c.Request.URL.Path + "/"
+		if c.Request.URL.RawQuery != "" {
+			target += "?" + c.Request.URL.RawQuery
+		}
+		c.Header("Location", target)
+		c.Status(http.StatusMovedPermanently)
+		return
+	}
+	transport := s.proxyTransport
+	if loc.kubelet {
+		if s.cfg.Kubelet == nil {
+			writeError(c, apierror.New(apierror.ErrUnavailable, "no kubelet client is configured on this apiserver"))
+			return
+		}
+		transport = s.cfg.Kubelet.HTTP.Transport
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			out := *loc.url
+			out.Path, out.RawPath, out.RawQuery = rest, "", pr.In.URL.RawQuery
+			if out.Path == "" {
+				out.Path = "/"
+			}
+			pr.Out.URL = &out
+			// The caller's credentials and impersonation are the apiserver's business.
+			pr.Out.Header.Del("Authorization")
+			for h := range pr.Out.Header {
+				if strings.HasPrefix(h, "Impersonate-") {
+					pr.Out.Header.Del(h)
+				}
+			}
+			if loc.kubelet {
+				pr.Out.Header.Set("Authorization", "Bearer "+s.cfg.Kubelet.Token)
+			}
+			pr.Out.Header.Set("X-Forwarded-Uri", forwardedURI(prefix, rest))
+			if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+				if prior := pr.In.Header.Values("X-Forwarded-For"); len(prior) > 0 {
+					ip = strings.Join(prior, ", ") + ", " + ip
+				}
+				pr.Out.Header.Set("X-Forwarded-For", ip)
+			}
+		},
+		Transport:     transport,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			for _, h := range []string{"Access-Control-Allow-Credentials", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Origin"} {
+				resp.Header.Del(h)
+			}
+			if l := resp.Header.Get("Location"); l != "" && resp.StatusCode != http.StatusSwitchingProtocols {
+				resp.Header.Set("Location", rewriteLocation(l, loc.url.Host, c.Request.Host, prefix))
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(c, apierror.New(apierror.ErrUnavailable, "error trying to reach service: %v", err))
+		},
+	}
+	rp.ServeHTTP(c.Writer, c.Request)
+}
+
+// proxyPath splits a proxy request's path into the part after .../<name>/proxy, which goes
+// to the backend, and the apiserver's prefix up to and including /proxy.
+func proxyPath(urlPath string, t target) (rest, prefix string) {
+	marker := "/" + t.res.Plural + "/" + t.name + "/proxy"
+	if i := strings.Index(urlPath, marker+"/"); i >= 0 {
+		prefix = urlPath[:i+len(marker)]
+		return urlPath[len(prefix):], prefix
+	}
+	return "", urlPath
+}
+
+// forwardedURI is the path the client asked the apiserver for, as X-Forwarded-Uri.
+func forwardedURI(prefix, rest string) string {
+	u := path.Join(prefix, rest)
+	if strings.HasSuffix(rest, "/") && !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
+// rewriteLocation points a backend's redirect back through the apiserver, as kube-apiserver's
+// proxy transport does: an absolute path, or a URL on the backend's (or the client's) host,
+// gets the proxy prefix; a relative one or another host's is left alone.
+func rewriteLocation(location, backendHost, requestHost, prefix string) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return location
+	}
+	if (u.Host != "" && u.Host != backendHost && u.Host != requestHost) || !strings.HasPrefix(u.Path, "/") {
+		return location
+	}
+	if u.Host != requestHost {
+		u.Scheme, u.Host = "", ""
+	}
+	if strings.HasPrefix(u.Path, prefix) {
+		return u.String()
+	}
+	slash := strings.HasSuffix(u.Path, "/")
+	u.Path = path.Join(prefix, u.Path)
+	if slash {
+		u.Path += "/"
+	}
+	u.RawPath = ""
+	return u.String()
+}
+
+func isUpgrade(r *http.Request) bool {
+	for _, v := range r.Header.Values("Connection") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitProxyName reads the <name>, <name>:<port> or <scheme>:<name>:<port> a proxy request
+// names, the scheme being http or https.
+func splitProxyName(kind, id string) (scheme, name, port string, err error) {
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
+	if !ok {
+		return "", "", "", apierror.New(apierror.ErrBadRequest, "invalid %s request %q", kind, id)
+	}
+	if scheme == "" {
+		scheme = "http"
+	}
+	return scheme, name, port, nil
+}
+
+// podProxyLocation is the pod's IP at the port named, else its first declared container port,
+// as kube-apiserver resolves pods/<name>[:<port>]/proxy.
+func (s *Server) podProxyLocation(ctx context.Context, t target) (proxyLocation, error) {
+	sch, name, port, err := splitProxyName("pod", t.name)
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	obj, _, err := s.reg.Read(ctx, target{res: t.res, namespace: t.namespace, name: name}.key())
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	pod := obj.(*corev1.Pod)
+	return podLocation(pod, sch, port)
+}
+
+// podLocation is the decision of podProxyLocation on a pod read.
+func podLocation(pod *corev1.Pod, sch, port string) (proxyLocation, error) {
+	if port == "" {
+		for _, ct := range pod.Spec.Containers {
+			if len(ct.Ports) > 0 {
+				port = strconv.Itoa(int(ct.Ports[0].ContainerPort))
+				break
+			}
+		}
+	}
+	ip := net.ParseIP(pod.Status.PodIP)
+	if ip == nil || !ip.IsGlobalUnicast() {
+		return proxyLocation{}, apierror.New(apierror.ErrBadRequest, "address not allowed")
+	}
+	host := pod.Status.PodIP
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	}
+	return proxyLocation{url: &url.URL{Scheme: sch, Host: host}}, nil
+}
+
+// serviceProxyLocation is a ready endpoint of the service on the port named (by the service
+// port's name or number; the service's unnamed port when none), as kube-apiserver resolves
+// services/<name>[:<port>]/proxy through the service's Endpoints.
+func (s *Server) serviceProxyLocation(ctx context.Context, t target) (proxyLocation, error) {
+	sch, name, port, err := splitProxyName("service", t.name)
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	obj, _, err := s.reg.Read(ctx, target{res: t.res, namespace: t.namespace, name: name}.key())
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	svc := obj.(*corev1.Service)
+	endpoints, _ := scheme.Lookup("endpoints")
+	epObj, _, err := s.reg.Read(ctx, target{res: endpoints, namespace: t.namespace, name: name}.key())
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	return serviceLocation(svc, epObj.(*corev1.Endpoints), sch, port, t.name)
+}
+
+// serviceLocation is the decision of serviceProxyLocation on the service and its Endpoints.
+func serviceLocation(svc *corev1.Service, eps *corev1.Endpoints, sch, port, id string) (proxyLocation, error) {
+	if n, err := strconv.Atoi(port); err == nil {
+		found := false
+		for _, p := range svc.Spec.Ports {
+			if int(p.Port) == n {
+				port, found = p.Name, true
+				break
+			}
+		}
+		if !found {
+			return proxyLocation{}, apierror.New(apierror.ErrUnavailable, "no service port %d found for service %q", n, svc.Name)
+		}
+	}
+	if len(eps.Subsets) == 0 {
+		return proxyLocation{}, apierror.New(apierror.ErrUnavailable, "no endpoints available for service %q", svc.Name)
+	}
+	// A random ready address, as kube-apiserver spreads proxied requests.
+	first := rand.IntN(len(eps.Subsets))
+	for i := range eps.Subsets {
+		ss := eps.Subsets[(first+i)%len(eps.Subsets)]
+		if len(ss.Addresses) == 0 {
+			continue
+		}
+		for _, p := range ss.Ports {
+			if p.Name == port {
+				addr := ss.Addresses[rand.IntN(len(ss.Addresses))]
+				host := net.JoinHostPort(addr.IP, strconv.Itoa(int(p.Port)))
+				return proxyLocation{url: &url.URL{Scheme: sch, Host: host}}, nil
+			}
+		}
+	}
+	return proxyLocation{}, apierror.New(apierror.ErrUnavailable, "no endpoints available for service %q", id)
+}
+
+// nodeProxyLocation is the node's kubelet (no port, or the kubelet's), reached with the
+// apiserver's kubelet credentials, else the port named on the node's address, without them.
+func (s *Server) nodeProxyLocation(ctx context.Context, t target) (proxyLocation, error) {
+	sch, name, port, err := splitProxyName("node", t.name)
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	obj, _, err := s.reg.Read(ctx, target{res: t.res, name: name}.key())
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	kubelet, err := kubeletURLOf(obj.(*corev1.Node))
+	if err != nil {
+		return proxyLocation{}, err
+	}
+	return nodeLocation(kubelet, sch, port), nil
+}
+
+// nodeLocation is the decision of nodeProxyLocation on the kubelet's URL.
+func nodeLocation(kubelet *url.URL, sch, port string) proxyLocation {
+	if port == "" || port == kubelet.Port() {
+		return proxyLocation{url: kubelet, kubelet: true}
+	}
+	return proxyLocation{url: &url.URL{Scheme: sch, Host: net.JoinHostPort(kubelet.Hostname(), port)}}
+}
