@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -263,6 +264,26 @@ func podRunning(p *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// waitListening waits until addr accepts a TCP connection.
+func (e *env) waitListening(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ReadyTimeout)
+	defer cancel()
+	var d net.Dialer
+	var last error
+	err := poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		var c net.Conn
+		c, last = d.DialContext(ctx, "tcp", addr)
+		if last != nil {
+			return false, nil
+		}
+		return true, c.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("the fileserver at %s listening: %w (last: %v)", addr, err, last)
+	}
+	return nil
 }
 
 // putFiles writes the two files to the fileserver, straight to its pod IP.

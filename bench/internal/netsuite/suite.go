@@ -82,6 +82,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (rep *Report, err er
 		return nil, fmt.Errorf("service %s/%s has no ClusterIP", e.ns, serviceName)
 	}
 	rep.PodAddr, rep.ClusterAddr = hostPort(podIP, fileserverPort), hostPort(svc.Spec.ClusterIP, servicePort)
+	// Running and ready without a probe means its process started, not yet that it listens.
+	if err := e.waitListening(ctx, rep.PodAddr); err != nil {
+		return nil, err
+	}
 	if err := e.putFiles(ctx, rep.PodAddr); err != nil {
 		return nil, err
 	}
