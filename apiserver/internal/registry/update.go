@@ -144,10 +144,13 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 			}
 		}()
 	}
-	errs := st.Validate(obj)
-	if opts.Subresource != "binding" {
-		errs = append(errs, st.ValidateUpdate(obj, old)...)
-		errs = append(errs, st.ValidateVersion(k.Served, obj, old)...)
+	// An update is validated as one (the whole new object, then what may not change), each
+	// error once; a binding only sets the node, and is checked as the object it makes.
+	var errs field.ErrorList
+	if opts.Subresource == "binding" {
+		errs = st.Validate(obj)
+	} else {
+		errs = append(st.ValidateUpdate(obj, old), st.ValidateVersion(k.Served, obj, old)...)
 	}
 	if len(errs) > 0 {
 		return Written{}, invalid(res, k.Name, errs)
