@@ -90,6 +90,9 @@ type ContainerConfig struct {
 	// IpcMode and UTSMode: "shareable" for the sandbox, "container:<sandbox id>" to join it.
 	IpcMode string
 	UTSMode string
+	// PidMode is "container:<id>" to share that container's process namespace (an ephemeral
+	// container targeting one), empty for a namespace of the container's own.
+	PidMode string
 	Mounts  []Mount
 	Resources
 	// StopSignal overrides the image's; empty keeps it (SIGTERM by default).

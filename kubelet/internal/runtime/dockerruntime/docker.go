@@ -172,6 +172,7 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(cfg.NetworkMode),
 		IpcMode:     container.IpcMode(cfg.IpcMode),
+		PidMode:     container.PidMode(cfg.PidMode),
 		Resources: container.Resources{
 			CPUQuota:  cfg.CPUQuota,
 			CPUPeriod: cfg.CPUPeriod,
