@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/kubelet/internal/pods/spec"
 )
@@ -76,5 +77,25 @@ func TestEphemeralContainerStartsOnce(t *testing.T) {
 	}
 	if _, running := h.running(pod.UID, "debugger"); running || n != 1 {
 		t.Fatalf("the debugger was restarted: %s", describe(h.containers(pod.UID)))
+	}
+}
+
+// A running ephemeral container goes with its pod.
+func TestEphemeralContainerDeletedWithPod(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("p1", corev1.RestartPolicyAlways, "app")
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox:1", ImagePullPolicy: corev1.PullIfNotPresent, Stdin: true}}}
+	h.m.Update(pod)
+	h.settle("debugger running", func() bool { _, ok := h.running(pod.UID, "debugger"); return ok })
+
+	del := pod.DeepCopy()
+	now := metav1.NewTime(h.clk.Now())
+	grace := int64(5)
+	del.DeletionTimestamp, del.DeletionGracePeriodSeconds = &now, &grace
+	h.m.Update(del)
+	h.settle("finalized", func() bool { return h.fin.count() == 1 })
+	if cs := h.containers(pod.UID); len(cs) != 0 {
+		t.Fatalf("containers left after deletion: %s", describe(cs))
 	}
 }
