@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,8 +14,9 @@ import (
 
 // TestKubectlDebug debugs a running pod on make up with both kubectls, as Kubernetes allows:
 // kubectl debug adds an ephemeral container that sees the target container's processes, once
-// with --attach=false (its output read with kubectl logs), once attached with -i (stdin typed
-// into its shell), and each shows in the pod's ephemeralContainerStatuses.
+// with --attach=false (its output read with kubectl logs), attached with -i (stdin piped into
+// its shell) and with -it under a terminal, and each shows in the pod's
+// ephemeralContainerStatuses.
 func TestKubectlDebug(t *testing.T) {
 	c := requireMakeUp(t)
 	ns := c.namespace(t, "e2e-debug")
@@ -58,12 +60,22 @@ func TestKubectlDebug(t *testing.T) {
 			}
 			ephemeral("shell", func(cs corev1.ContainerStatus) bool { return cs.State.Terminated != nil })
 
+			// -it under a terminal: a shell prompt, ps, and kubectl's line once it ends.
+			s := startInTerminal(t, k, 30, 100, "-n", ns, "debug", "-it", name, "--image=minik8s/busybox:1.0", "--target=app", "-c", "terminal")
+			s.untilSeen(t, "a prompt", "\r", regexp.MustCompile(`# `))
+			s.send(t, "ps\r")
+			s.waitFor(t, "the target's process", regexp.MustCompile(regexp.QuoteMeta(marker)))
+			s.send(t, "exit\r")
+			if err := s.wait(t); err != nil || !strings.Contains(s.out.String(), "Session ended, the ephemeral container will not be restarted") {
+				t.Fatalf("kubectl debug -it ended with %v:\n%q", err, s.out.String())
+			}
+
 			// Neither is started again, and the pod's own containers were left alone.
 			p, err := pods.Get(t.Context(), ns, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Spec.EphemeralContainers) != 2 || p.Status.ContainerStatuses[0].RestartCount != 0 || p.Status.Phase != corev1.PodRunning {
+			if len(p.Spec.EphemeralContainers) != 3 || p.Status.ContainerStatuses[0].RestartCount != 0 || p.Status.Phase != corev1.PodRunning {
 				t.Fatalf("pod after debugging: %d ephemeral containers, app restarts %d, phase %s",
 					len(p.Spec.EphemeralContainers), p.Status.ContainerStatuses[0].RestartCount, p.Status.Phase)
 			}

@@ -99,6 +99,9 @@ func (o *options) debug(ctx context.Context, attachPath, podName string, command
 	if err != nil {
 		return err
 	}
+	if f.target != "" {
+		fmt.Fprintf(o.ErrOut, "Targeting container %q. If you don't see processes from this container it may be because the container runtime doesn't support this feature.\n", f.target)
+	}
 	name := f.session.container
 	if name == "" {
 		name = "debugger-" + utilrand.String(5)
