@@ -32,6 +32,7 @@ type Resource struct {
 	ShortNames []string
 	Categories []string
 	// Subresources served besides the main endpoint: "status", "binding", "scale", "log",
+	// "ephemeralcontainers" (a pod's debug containers, the pod as body),
 	// "invoke" (a function or workflow called through the serverless gateway), "token" (a
 	// ServiceAccount token, TokenRequest), "proxy" (HTTP to a pod, a service's endpoint or a
 	// node's kubelet).
@@ -81,7 +82,7 @@ var Resources = []*Resource{
 	{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
 		Subresources: []string{"status", "proxy"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Plural: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
-		Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
+		Subresources: []string{"status", "binding", "eviction", "ephemeralcontainers", "log", "exec", "attach", "portforward", "proxy"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("ReplicationController"), Plural: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"},
 		Subresources: []string{"status", "scale"}, DeleteCollection: true, New: func() runtime.Object { return &corev1.ReplicationController{} }, NewList: func() runtime.Object { return &corev1.ReplicationControllerList{} }},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Service"), Plural: "services", Singular: "service", Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},

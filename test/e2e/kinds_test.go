@@ -59,18 +59,3 @@ metadata: {name: keep, namespace: e2e-prune, labels: {app: x}}
 	}
 	k.ok(t, "get", "ingressclass")
 }
-
-// TestDebugWithoutEphemeralContainers: where pods/ephemeralcontainers is not served, the real
-// kubectl debug reads the 404's details and says so, as against a Kubernetes cluster with
-// ephemeral containers disabled, instead of crashing on a 404 without details.
-func TestDebugWithoutEphemeralContainers(t *testing.T) {
-	srv := sharedServer(t)
-	k := kubectls(t, srv)[0]
-	ns := "e2e-debug-404"
-	createNamespace(t, k, ns)
-	k.ok(t, "-n", ns, "run", "p", "--image=minik8s/busybox:1.0")
-	r := k.run(t, "-n", ns, "debug", "p", "--image=minik8s/busybox:1.0", "--target=p", "--", "ps")
-	if r.err == nil || strings.Contains(r.stderr, "panic") || !strings.Contains(r.stderr, "ephemeral containers are disabled for this cluster") {
-		t.Fatalf("kubectl debug:\n%s", r)
-	}
-}

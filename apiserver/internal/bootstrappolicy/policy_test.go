@@ -204,9 +204,8 @@ func TestAggregatedRolesCoverServedKinds(t *testing.T) {
 
 // Every served subresource of a namespaced kind, as Kubernetes splits them: view reads status,
 // scale and logs; edit also writes scale, evicts, calls functions and workflows, requests
-// ServiceAccount tokens, streams into pods (exec, attach, port-forward) and proxies to pods
-// and services; nobody but the
-// scheduler binds.
+// ServiceAccount tokens, adds debug containers, streams into pods (exec, attach,
+// port-forward) and proxies to pods and services; nobody but the scheduler binds.
 func TestAggregatedRolesCoverSubresources(t *testing.T) {
 	roles := aggregated()
 	for _, r := range scheme.Resources {
@@ -223,7 +222,7 @@ func TestAggregatedRolesCoverSubresources(t *testing.T) {
 				want = map[string]bool{"view get": true, "edit create": true, "edit get": true}
 			case "log":
 				want = map[string]bool{"view get": true, "edit create": false, "edit get": true}
-			case "invoke", "eviction", "token":
+			case "invoke", "eviction", "token", "ephemeralcontainers":
 				want = map[string]bool{"view get": false, "edit create": true, "edit get": false}
 			case "exec", "attach", "portforward", "proxy":
 				want = map[string]bool{"view get": false, "edit create": true, "edit get": true}

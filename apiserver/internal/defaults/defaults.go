@@ -73,6 +73,9 @@ func podSpec(s *corev1.PodSpec, defaultRestart bool) {
 	for i := range s.Containers {
 		container(&s.Containers[i])
 	}
+	for i := range s.EphemeralContainers {
+		container((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 	for i := range s.Volumes {
 		volume(&s.Volumes[i])
 	}

@@ -213,7 +213,7 @@ func resourceRoutes(prefix string, r *scheme.Resource, kind, list string) map[st
 		suffix := strings.ToUpper(sub[:1]) + sub[1:]
 		base := gp + ns + gvk.Kind + suffix
 		switch sub {
-		case "status", "scale":
+		case "status", "scale", "ephemeralcontainers":
 			subGVK, body := gvk, kind
 			if sub == "scale" {
 				subGVK, body = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, scaleSchema

@@ -276,8 +276,8 @@ func TestV2ResourcePaths(t *testing.T) {
 			}
 			for _, sub := range r.Subresources {
 				switch sub {
-				case "status":
-					want[item+"/status"] = map[string]*opSummary{
+				case "status", "ephemeralcontainers":
+					want[item+"/"+sub] = map[string]*opSummary{
 						"get":   want[item]["get"],
 						"put":   want[item]["put"],
 						"patch": want[item]["patch"],

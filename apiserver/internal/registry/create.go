@@ -122,7 +122,7 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 				return Written{}, err
 			}
 		}
-		if errs := append(st.Validate(obj), st.ValidateVersion(k.Served, obj, nil)...); len(errs) > 0 {
+		if errs := append(append(st.Validate(obj), st.ValidateNew(obj)...), st.ValidateVersion(k.Served, obj, nil)...); len(errs) > 0 {
 			return Written{}, invalid(res, m.GetName(), errs)
 		}
 		if attempt == 0 {

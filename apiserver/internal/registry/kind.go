@@ -25,6 +25,9 @@ type Kind[T runtime.Object] struct {
 	// PrepareForCreate sets on a new object what the server decides instead of the client,
 	// before defaults. nil clears the status where a status subresource owns it.
 	PrepareForCreate func(obj T)
+	// PrepareForUpdate carries over from old, on an update of the main endpoint, what only a
+	// subresource changes besides status (a pod's ephemeral containers).
+	PrepareForUpdate func(obj, old T)
 	// Canonicalize folds write-only conveniences into the stored form, on create and update.
 	Canonicalize func(obj T)
 	// Default fills defaults, on create and update.

@@ -17,6 +17,7 @@ import (
 var _ = register(Kind[*corev1.Pod]{
 	Resource:         served("pods"),
 	PrepareForCreate: preparePod,
+	PrepareForUpdate: keepEphemeralContainers,
 	Default:          defaults.Pod,
 	Admit:            admitPod,
 	Validation:       validation.Pod,
@@ -50,6 +51,12 @@ func preparePod(pod *corev1.Pod) {
 		spec.ServiceAccountName = DefaultServiceAccount
 	}
 	spec.DeprecatedServiceAccount = spec.ServiceAccountName
+}
+
+// keepEphemeralContainers keeps a pod's ephemeral containers on an update of the pod itself:
+// they change only through pods/ephemeralcontainers, as in Kubernetes.
+func keepEphemeralContainers(pod, old *corev1.Pod) {
+	pod.Spec.EphemeralContainers = old.Spec.EphemeralContainers
 }
 
 func podGracePeriod(pod *corev1.Pod, opts *metav1.DeleteOptions) int64 {

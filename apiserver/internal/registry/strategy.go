@@ -27,13 +27,15 @@ import (
 type Strategy interface {
 	PrepareForCreate(obj runtime.Object)
 	// PrepareForUpdate carries over from old what a write of the main endpoint keeps: status,
-	// where a status subresource owns it.
+	// where a status subresource owns it, and what the Kind's PrepareForUpdate keeps.
 	PrepareForUpdate(obj, old runtime.Object)
 	Canonicalize(obj runtime.Object)
 	Default(obj runtime.Object)
 	DefaultUpdate(obj, old runtime.Object)
 	Admit(ctx context.Context, r *Registry, obj runtime.Object) error
 	Validate(obj runtime.Object) field.ErrorList
+	// ValidateNew checks, on create only, what the Kind's Validation holds new objects to.
+	ValidateNew(obj runtime.Object) field.ErrorList
 	ValidateUpdate(obj, old runtime.Object) field.ErrorList
 	// ValidateVersion runs the Kind's VersionValidation for a write through served (nil for
 	// the stored version: nothing more to check); old is nil on create.
@@ -71,6 +73,9 @@ func (s kindStrategy[T]) PrepareForUpdate(obj, old runtime.Object) {
 	if s.hasStatus() {
 		copyField(obj, old, "Status")
 	}
+	if o, ok := old.(T); ok && s.k.PrepareForUpdate != nil {
+		s.k.PrepareForUpdate(obj.(T), o)
+	}
 }
 
 func (s kindStrategy[T]) Canonicalize(obj runtime.Object) {
@@ -105,6 +110,14 @@ func (s kindStrategy[T]) Validate(obj runtime.Object) field.ErrorList {
 		return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
 	}
 	return s.k.Validation.ValidateCreate(t, s.k.Resource.Namespaced)
+}
+
+func (s kindStrategy[T]) ValidateNew(obj runtime.Object) field.ErrorList {
+	t, ok := obj.(T)
+	if !ok {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
+	}
+	return s.k.Validation.ValidateNew(t)
 }
 
 func (s kindStrategy[T]) ValidateUpdate(obj, old runtime.Object) field.ErrorList {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,8 +23,9 @@ type UpdateFunc func(current runtime.Object, stored storage.KV) (obj runtime.Obj
 
 // UpdateOptions say which endpoint an update came through.
 type UpdateOptions struct {
-	// Subresource is "" for the main endpoint, "status" (only status changes), or
-	// "binding" (the server itself assigns a pod, status included).
+	// Subresource is "" for the main endpoint, "status" (only status changes),
+	// "ephemeralcontainers" (only a pod's ephemeral containers change), or "binding" (the
+	// server itself assigns a pod, status included).
 	Subresource string
 	DryRun      bool
 }
@@ -99,6 +101,15 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 		status := obj
 		obj = old.DeepCopyObject()
 		copyField(obj, status, "Status")
+	case "ephemeralcontainers":
+		// Only the pod's ephemeral containers come from the client.
+		next, ok := obj.(*corev1.Pod)
+		if !ok {
+			return Written{}, apierror.New(apierror.ErrInternal, "ephemeral containers of a %T", obj)
+		}
+		pod := old.DeepCopyObject().(*corev1.Pod)
+		pod.Spec.EphemeralContainers = next.Spec.EphemeralContainers
+		obj = pod
 	case "binding":
 		// The server writes bindings itself, status included.
 	default:

@@ -127,7 +127,7 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 		for _, sub := range r.Subresources {
 			ar := metav1.APIResource{Name: r.Plural + "/" + sub, Namespaced: r.Namespaced, Kind: r.GVK.Kind}
 			switch sub {
-			case "status":
+			case "status", "ephemeralcontainers":
 				ar.Verbs = verbsStatus
 			case "binding":
 				ar.Kind, ar.Verbs = "Binding", metav1.Verbs{"create"}

@@ -270,7 +270,7 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 	defer func() { c.Set(verbKey, verb) }()
 	switch t.subresource {
 	case "":
-	case "status":
+	case "status", "ephemeralcontainers":
 		switch m {
 		case http.MethodGet:
 			verb = "get"

@@ -133,6 +133,9 @@ func streamContainer(pod *corev1.Pod, name string) (string, error) {
 	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		known = known || ct.Name == name
 	}
+	for _, ct := range pod.Spec.EphemeralContainers {
+		known = known || ct.Name == name
+	}
 	if !known {
 		return "", apierror.New(apierror.ErrBadRequest, "container %s is not valid for pod %s", name, pod.Name)
 	}
@@ -144,7 +147,8 @@ func containerRunning(pod *corev1.Pod, name string) error {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return apierror.New(apierror.ErrBadRequest, "cannot exec into or attach to a container in a completed pod; current phase is %s", pod.Status.Phase)
 	}
-	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, st := range append(statuses, pod.Status.EphemeralContainerStatuses...) {
 		if st.Name == name && st.State.Running != nil {
 			return nil
 		}

@@ -59,7 +59,7 @@ func runCreate[T runtime.Object](t *testing.T, rules Rules[T], def func(T), fixt
 				tc.mutate(obj)
 			}
 			applyDefaults(def, obj)
-			check(t, rules.ValidateCreate(obj, namespaced(t, obj)), tc.want)
+			check(t, append(rules.ValidateCreate(obj, namespaced(t, obj)), rules.ValidateNew(obj)...), tc.want)
 		})
 	}
 }

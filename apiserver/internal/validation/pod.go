@@ -29,7 +29,16 @@ var (
 )
 
 // Pod is how Pods are validated.
-var Pod = Rules[*corev1.Pod]{Name: dnsSubdomain, Spec: validatePod, Update: validatePodUpdate}
+var Pod = Rules[*corev1.Pod]{Name: dnsSubdomain, Spec: validatePod, Update: validatePodUpdate, Create: validatePodCreate}
+
+// validatePodCreate refuses ephemeral containers on a new pod: they are added to a running
+// one through pods/ephemeralcontainers.
+func validatePodCreate(p *corev1.Pod) field.ErrorList {
+	if len(p.Spec.EphemeralContainers) > 0 {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create")}
+	}
+	return nil
+}
 
 func validatePod(p *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
@@ -46,6 +55,9 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, fldPath *field.Path, allowed
 	allErrs := metav1validation.ValidateLabels(t.Labels, fldPath.Child("metadata", "labels"))
 	allErrs = append(allErrs, apivalidation.ValidateAnnotations(t.Annotations, fldPath.Child("metadata", "annotations"))...)
 	specPath := fldPath.Child("spec")
+	if len(t.Spec.EphemeralContainers) > 0 {
+		allErrs = append(allErrs, field.Forbidden(specPath.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
 	for _, e := range validatePodSpec(&t.Spec, specPath) {
 		// The template's own rule below replaces the generic restartPolicy check.
 		if e.Field != specPath.Child("restartPolicy").String() {
@@ -77,9 +89,7 @@ func validatePodSpec(s *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
 	for i := range s.Containers {
 		allErrs = append(allErrs, validateContainer(&s.Containers[i], fldPath.Child("containers").Index(i), names, volumes, false)...)
 	}
-	if len(s.EphemeralContainers) > 0 {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("ephemeralContainers"), "cannot be set on create"))
-	}
+	allErrs = append(allErrs, validateEphemeralContainers(s, volumes, fldPath.Child("ephemeralContainers"))...)
 	allErrs = append(allErrs, enum(fldPath.Child("restartPolicy"), s.RestartPolicy, restartPolicies)...)
 	allErrs = append(allErrs, enum(fldPath.Child("dnsPolicy"), s.DNSPolicy, dnsPolicies)...)
 	allErrs = append(allErrs, metav1validation.ValidateLabels(s.NodeSelector, fldPath.Child("nodeSelector"))...)
@@ -448,6 +458,7 @@ func validatePodUpdate(newPod, oldPod *corev1.Pod) field.ErrorList {
 			allErrs = append(allErrs, field.Invalid(specPath.Child("activeDeadlineSeconds"), *n, "must be less than or equal to previous value"))
 		}
 	}
+	allErrs = append(allErrs, validateEphemeralContainersUpdate(newPod, oldPod)...)
 	if len(newPod.Spec.Containers) != len(oldPod.Spec.Containers) || len(newPod.Spec.InitContainers) != len(oldPod.Spec.InitContainers) {
 		return append(allErrs, field.Forbidden(specPath, podUpdateMessage))
 	}
@@ -461,6 +472,8 @@ func validatePodUpdate(newPod, oldPod *corev1.Pod) field.ErrorList {
 		merged.InitContainers[i].Image = newPod.Spec.InitContainers[i].Image
 	}
 	merged.ActiveDeadlineSeconds = newPod.Spec.ActiveDeadlineSeconds
+	// Ephemeral containers change only through pods/ephemeralcontainers, checked above.
+	merged.EphemeralContainers = newPod.Spec.EphemeralContainers
 	if o := oldPod.Spec.TerminationGracePeriodSeconds; o != nil && *o < 0 {
 		if n := newPod.Spec.TerminationGracePeriodSeconds; n != nil && *n == 1 {
 			merged.TerminationGracePeriodSeconds = n

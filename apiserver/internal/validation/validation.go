@@ -18,6 +18,9 @@ type Rules[T runtime.Object] struct {
 	Spec func(obj T) field.ErrorList
 	// Update checks what may not change; nil when anything may.
 	Update func(newObj, oldObj T) field.ErrorList
+	// Create checks, besides the rest, what only an object being created must satisfy; nil
+	// when nothing more.
+	Create func(obj T) field.ErrorList
 }
 
 // ValidateCreate checks an object about to be created, of a kind that is namespaced or not.
@@ -47,6 +50,15 @@ func (r Rules[T]) ValidateUpdate(newObj, oldObj T) field.ErrorList {
 		allErrs = append(allErrs, r.Update(newObj, oldObj)...)
 	}
 	return allErrs
+}
+
+// ValidateNew checks what only an object being created must satisfy, besides ValidateCreate
+// (which updates run too).
+func (r Rules[T]) ValidateNew(obj T) field.ErrorList {
+	if r.Create == nil {
+		return nil
+	}
+	return r.Create(obj)
 }
 
 func (r Rules[T]) spec(obj T) field.ErrorList {

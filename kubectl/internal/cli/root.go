@@ -99,7 +99,7 @@ func NewRoot(s Streams) *cobra.Command {
 		newApply(o), newCreate(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
 		newLogs(o), newVersion(o), newAPIResources(o),
 		newCordon(o), newUncordon(o), newDrain(o), newLabel(o),
-		newExec(o), newAttach(o), newCp(o), newPortForward(o), newProxy(o),
+		newExec(o), newAttach(o), newCp(o), newPortForward(o), newProxy(o), newDebug(o),
 		newTop(o), newAutoscale(o),
 		newRollout(o), newScale(o), newSet(o),
 		newExecute(o), newAuth(o),

@@ -32,6 +32,8 @@ type actions struct {
 	nextInit int
 	// start lists indexes of app containers to start.
 	start []int
+	// startEphemeral lists indexes of ephemeral containers to start.
+	startEphemeral []int
 	// kill maps running container ids to stop.
 	kill map[string]killInfo
 	// remove lists ids of exited containers no longer worth keeping.
@@ -110,6 +112,8 @@ func computeStartKill(in actionInput) actions {
 		return a
 	}
 
+	// Ephemeral containers may start while the pod initialises, as in Kubernetes.
+	a.startEphemeral = ephemeralToStart(pod, obs)
 	last, next, done := nextInitContainer(pod, obs)
 	if !done {
 		if next >= 0 {
@@ -172,6 +176,24 @@ func computeStartKill(in actionInput) actions {
 		a.killPod = true
 	}
 	return a
+}
+
+// ephemeralToStart lists the ephemeral containers never started: they run once and are never
+// restarted. One that targets a container waits for it to run, since it joins its processes.
+func ephemeralToStart(pod *corev1.Pod, obs observed) []int {
+	var out []int
+	for i, ec := range pod.Spec.EphemeralContainers {
+		if obs.latest(ec.Name) != nil {
+			continue
+		}
+		if t := ec.TargetContainerName; t != "" {
+			if cur := obs.latest(t); cur == nil || cur.State != runtime.StateRunning {
+				continue
+			}
+		}
+		out = append(out, i)
+	}
+	return out
 }
 
 // sandboxChanged reports whether the pod needs a new sandbox, the attempt number to give it,
@@ -274,6 +296,11 @@ func inSpec(pod *corev1.Pod, name string) bool {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
 		if c.Name == name {
 			return true
 		}

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,6 +261,88 @@ func TestComputeActions(t *testing.T) {
 			got := computeActions(actionInput{pod: tt.pod, obs: observedOf(tt.pod, tt.obs...), unhealthy: tt.unhealthy, inBackOff: tt.backOff})
 			opts := cmp.Options{cmp.AllowUnexported(actions{}, killInfo{}), cmpopts.EquateEmpty(),
 				cmpopts.SortSlices(func(a, b string) bool { return a < b })}
+			if diff := cmp.Diff(tt.want, got, opts); diff != "" {
+				t.Errorf("computeActions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// debugPod is testPod with ephemeral containers, each "name" or "name>target".
+func debugPod(policy corev1.RestartPolicy, inits []string, apps []string, ephemeral ...string) *corev1.Pod {
+	pod := testPod(policy, inits, apps...)
+	for _, e := range ephemeral {
+		name, target, _ := strings.Cut(e, ">")
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			TargetContainerName:      target,
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox:1"}})
+	}
+	return pod
+}
+
+func TestComputeActionsEphemeral(t *testing.T) {
+	always, never := corev1.RestartPolicyAlways, corev1.RestartPolicyNever
+	run, exited := runtime.StateRunning, runtime.StateExited
+	sb := ctr{name: "POD", id: "sb", state: run}
+	app := ctr{name: "app", id: "a", state: run}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		obs  []ctr
+		want actions
+	}{
+		{
+			name: "a new one starts in the running pod",
+			pod:  debugPod(always, nil, []string{"app"}, "dbg"),
+			obs:  []ctr{sb, app},
+			want: actions{sandboxID: "sb", nextInit: -1, startEphemeral: []int{0}},
+		},
+		{
+			name: "one targeting a running container starts",
+			pod:  debugPod(always, nil, []string{"app"}, "dbg>app"),
+			obs:  []ctr{sb, app},
+			want: actions{sandboxID: "sb", nextInit: -1, startEphemeral: []int{0}},
+		},
+		{
+			name: "one targeting a container not running yet waits",
+			pod:  debugPod(always, nil, []string{"app"}, "dbg>app"),
+			obs:  []ctr{sb, {name: "app", id: "a", state: exited, exit: 1}},
+			want: actions{sandboxID: "sb", nextInit: -1, start: []int{0}},
+		},
+		{
+			name: "a running one is kept, not killed as unknown",
+			pod:  debugPod(always, nil, []string{"app"}, "dbg"),
+			obs:  []ctr{sb, app, {name: "dbg", id: "d", state: run}},
+			want: actions{sandboxID: "sb", nextInit: -1},
+		},
+		{
+			name: "one that exited is never restarted, whatever the restart policy",
+			pod:  debugPod(always, nil, []string{"app"}, "dbg", "dbg2"),
+			obs:  []ctr{sb, app, {name: "dbg", id: "d", state: exited}},
+			want: actions{sandboxID: "sb", nextInit: -1, startEphemeral: []int{1}},
+		},
+		{
+			name: "may start while the pod initialises",
+			pod:  debugPod(always, []string{"init"}, []string{"app"}, "dbg"),
+			obs:  []ctr{sb, {name: "init", id: "i", state: run}},
+			want: actions{sandboxID: "sb", nextInit: -1, startEphemeral: []int{0}},
+		},
+		{
+			name: "not in a pod whose sandbox is being created",
+			pod:  debugPod(always, nil, []string{"app"}, "dbg"),
+			want: actions{killPod: true, createSandbox: true, nextInit: -1, start: []int{0}},
+		},
+		{
+			name: "a running one does not keep a finished pod alive",
+			pod:  debugPod(never, nil, []string{"app"}, "dbg"),
+			obs:  []ctr{sb, {name: "app", id: "a", state: exited}, {name: "dbg", id: "d", state: run}},
+			want: actions{killPod: true, sandboxID: "sb", nextInit: -1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := computeActions(actionInput{pod: tt.pod, obs: observedOf(tt.pod, tt.obs...)})
+			opts := cmp.Options{cmp.AllowUnexported(actions{}, killInfo{}), cmpopts.EquateEmpty()}
 			if diff := cmp.Diff(tt.want, got, opts); diff != "" {
 				t.Errorf("computeActions (-want +got):\n%s", diff)
 			}

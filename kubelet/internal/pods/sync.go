@@ -252,7 +252,7 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 		return err
 	}
 	env := spec.Env{PodIP: w.ips[sandboxID], HostIP: m.cfg.HostIP, NodeName: m.cfg.NodeName, ResolvConf: m.resolvConf(pod)}
-	if a.nextInit < 0 && len(a.start) == 0 {
+	if a.nextInit < 0 && len(a.start) == 0 && len(a.startEphemeral) == 0 {
 		if len(obs.running()) > 0 {
 			m.refreshVolumes(ctx, w, pod, env, st)
 		}
@@ -268,11 +268,20 @@ func (m *Manager) execute(ctx context.Context, w *worker, pod *corev1.Pod, obs o
 	m.refreshLater(pod, st)
 	if a.nextInit >= 0 {
 		c := &pod.Spec.InitContainers[a.nextInit]
-		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
+		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, "", env, volumes, st)
 	}
 	for _, i := range a.start {
 		c := &pod.Spec.Containers[i]
-		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, env, volumes, st)
+		m.startContainer(ctx, w, pod, c, obs.latest(c.Name), sandboxID, "", env, volumes, st)
+	}
+	for _, i := range a.startEphemeral {
+		ec := &pod.Spec.EphemeralContainers[i]
+		target := ""
+		if cur := obs.latest(ec.TargetContainerName); ec.TargetContainerName != "" && cur != nil {
+			target = cur.ID
+		}
+		c := corev1.Container(ec.EphemeralContainerCommon)
+		m.startContainer(ctx, w, pod, &c, nil, sandboxID, target, env, volumes, st)
 	}
 	return nil
 }
@@ -364,8 +373,9 @@ func netPod(pod *corev1.Pod, sandboxID, netns string) network.Pod {
 
 // startContainer pulls, creates and starts one container. Failures are not errors of the sync:
 // they show in the container's Waiting state and in events, and the container is retried
-// after its back-off.
-func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod, c *corev1.Container, prev *runtime.Container, sandboxID string, env spec.Env, volumes map[string]string, st *syncState) {
+// after its back-off. pidTarget is the id of the container whose processes it shares (an
+// ephemeral container's target), empty for none.
+func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod, c *corev1.Container, prev *runtime.Container, sandboxID, pidTarget string, env spec.Env, volumes map[string]string, st *syncState) {
 	if !m.ensureImage(ctx, w, pod, c, st) {
 		return
 	}
@@ -387,6 +397,9 @@ func (m *Manager) startContainer(ctx context.Context, w *worker, pod *corev1.Pod
 		// any moment: it is retried on every sync, as Kubernetes does, without back-off.
 		m.failed(pod, c, st, "CreateContainerConfigError", err)
 		return
+	}
+	if pidTarget != "" {
+		cfg.PidMode = "container:" + pidTarget
 	}
 	w.created = true
 	id, err := m.cfg.Runtime.Create(cctx, cfg)

@@ -92,8 +92,9 @@ type ContainerConfig struct {
 	// UTSMode "host" keeps the node's hostname.
 	IpcMode string
 	UTSMode string
-	// PidMode "host" shares the node's process namespace (hostPID); empty gives the
-	// container its own.
+	// PidMode is "host" to share the node's process namespace (hostPID), "container:<id>" to
+	// share that container's (an ephemeral container targeting one), empty for a namespace
+	// of the container's own.
 	PidMode string
 	Mounts  []Mount
 	Resources

@@ -91,6 +91,13 @@ func Compute(in Input) corev1.PodStatus {
 		c := &pod.Spec.Containers[i]
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, byName[c.Name], in, appWaiting))
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		cs := containerStatus(&c, byName[c.Name], in, "ContainerCreating")
+		// Ephemeral containers serve no traffic: never ready, as in Kubernetes.
+		cs.Ready = false
+		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
+	}
 
 	st.Phase = phase(pod, st)
 	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {

@@ -283,3 +283,36 @@ func TestQOSClass(t *testing.T) {
 		})
 	}
 }
+
+// Ephemeral containers report in ephemeralContainerStatuses, never ready, and leave the pod's
+// phase and readiness to its app containers.
+func TestComputeEphemeralContainers(t *testing.T) {
+	p := pod(corev1.RestartPolicyAlways, nil, "app")
+	for _, n := range []string{"dbg", "done", "new"} {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			TargetContainerName: "app", EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: n, Image: "busybox:1"}})
+	}
+	got := Compute(Input{Pod: p, Now: now, Containers: []runtime.Container{
+		ctr("app", "a", runtime.StateRunning, 0, 0, t0),
+		ctr("dbg", "d", runtime.StateRunning, 0, 0, t0),
+		ctr("done", "e", runtime.StateExited, 0, 0, t0),
+	}})
+	if got.Phase != corev1.PodRunning || len(got.ContainerStatuses) != 1 || len(got.EphemeralContainerStatuses) != 3 {
+		t.Fatalf("phase %s, %d app and %d ephemeral statuses", got.Phase, len(got.ContainerStatuses), len(got.EphemeralContainerStatuses))
+	}
+	dbg, done, fresh := got.EphemeralContainerStatuses[0], got.EphemeralContainerStatuses[1], got.EphemeralContainerStatuses[2]
+	if dbg.Name != "dbg" || dbg.State.Running == nil || dbg.Ready || dbg.ContainerID != "docker://d" {
+		t.Errorf("running debugger: %+v", dbg)
+	}
+	if done.State.Terminated == nil || done.State.Terminated.Reason != "Completed" {
+		t.Errorf("exited debugger: %+v", done)
+	}
+	if fresh.State.Waiting == nil || fresh.State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("debugger not started yet: %+v", fresh)
+	}
+	for _, c := range got.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+			t.Errorf("an ephemeral container made the pod unready: %+v", c)
+		}
+	}
+}

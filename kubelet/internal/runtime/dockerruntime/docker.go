@@ -172,6 +172,7 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(cfg.NetworkMode),
 		IpcMode:     container.IpcMode(cfg.IpcMode),
+		PidMode:     container.PidMode(cfg.PidMode),
 		Resources: container.Resources{
 			CPUQuota:  cfg.CPUQuota,
 			CPUPeriod: cfg.CPUPeriod,
@@ -185,9 +186,6 @@ func (r *Runtime) Create(ctx context.Context, cfg runtime.ContainerConfig) (stri
 	}
 	if cfg.UTSMode == "host" {
 		hc.UTSMode = container.UTSMode(cfg.UTSMode)
-	}
-	if cfg.PidMode == "host" {
-		hc.PidMode = container.PidMode(cfg.PidMode)
 	}
 	for _, m := range cfg.Mounts {
 		bind := m.HostPath + ":" + m.ContainerPath

@@ -407,7 +407,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		// Joining a network also takes the peer's hostname, as Docker does.
 		ct.netKey, ct.host = peer.netKey, peer.host
 	}
-	for _, mode := range []string{ct.cfg.IpcMode, ct.cfg.UTSMode} {
+	for _, mode := range []string{ct.cfg.IpcMode, ct.cfg.UTSMode, ct.cfg.PidMode} {
 		if target, ok := strings.CutPrefix(mode, "container:"); ok {
 			peer, err := r.runningPeerLocked(target)
 			if err != nil {
