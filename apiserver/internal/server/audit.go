@@ -64,7 +64,9 @@ func (s *Server) audit(c *gin.Context) {
 		ev.ObjectRef = &audit.ObjectReference{Resource: a.Resource, Namespace: a.Namespace, Name: a.Name,
 			APIGroup: a.APIGroup, APIVersion: a.APIVersion, Subresource: a.Subresource}
 	}
-	if !d.Level.Less(audit.LevelRequest) && c.Request.Body != nil && isWrite(a.Verb) {
+	// The body of a stream (a proxied request, an exec) is the backend's, and waiting for
+	// it would hold the stream up.
+	if !d.Level.Less(audit.LevelRequest) && c.Request.Body != nil && isWrite(a.Verb) && !longRunning(a) {
 		body, _ := io.ReadAll(io.LimitReader(c.Request.Body, maxAuditBody+1))
 		c.Request.Body = struct {
 			io.Reader
@@ -205,6 +207,9 @@ func (w *auditWriter) Write(b []byte) (int, error) {
 }
 
 func (w *auditWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+
+// Unwrap gives http.ResponseController the writer underneath (a proxy's full duplex).
+func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *auditWriter) start() {
 	if w.started != nil {

@@ -19,6 +19,10 @@ import (
 	"minik8s.io/shared/scheme"
 )
 
+// proxyMethods are the methods the proxy subresources pass on, as kube-apiserver's.
+var proxyMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
+	http.MethodPut: true, http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true}
+
 // proxyLocation is where a proxy subresource request goes.
 type proxyLocation struct {
 	// url is the backend's scheme and host.
@@ -110,6 +114,9 @@ func (s *Server) proxy(c *gin.Context, t target) {
 			writeError(c, apierror.New(apierror.ErrUnavailable, "error trying to reach service: %v", err))
 		},
 	}
+	// The backend may answer while the client still sends (a stream both ways); net/http
+	// would otherwise wait for the rest of the request body before sending the answer.
+	_ = http.NewResponseController(c.Writer).EnableFullDuplex()
 	rp.ServeHTTP(c.Writer, c.Request)
 }
 

@@ -5,17 +5,21 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik8s.io/apiserver/internal/audit"
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/shared/scheme"
 )
@@ -377,5 +381,99 @@ func TestProxyDiscovery(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("not listed: %v", want)
+	}
+}
+
+// A proxied request and its answer stream together: the backend reads the start of a body
+// the client is still sending and answers, and the client reads that answer before it has
+// finished sending, with the audit log recording every request at RequestResponse level.
+func TestProxyStreamsBothWays(t *testing.T) {
+	firstIn := make(chan string, 1)
+	release := make(chan struct{})
+	ln, err := net.Listen("tcp", net.JoinHostPort(hostIP(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			t.Error(err)
+		}
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			t.Errorf("backend read: %v", err)
+		}
+		firstIn <- string(buf)
+		_, _ = io.WriteString(w, "first")
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	backend.Listener.Close()
+	backend.Listener = ln
+	backend.Start()
+	defer backend.Close()
+	defer close(release)
+	policy, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: RequestResponse\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditLog := audit.NewLog(audit.LogOptions{Path: filepath.Join(t.TempDir(), "audit.log")}, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { auditLog.Close() })
+	h := newHarnessWith(t, func(c *Config) { c.Audit = &Audit{Policy: policy, Log: auditLog} })
+	ns := h.namespace()
+	h.mustDo(http.StatusCreated, "POST", "/api/v1/namespaces/"+ns+"/pods", "", podManifest("p", nil), nil)
+	h.mustDo(http.StatusOK, "PATCH", "/api/v1/namespaces/"+ns+"/pods/p/status", "application/merge-patch+json",
+		map[string]any{"status": map[string]any{"phase": "Running", "podIP": strings.Split(strings.TrimPrefix(backend.URL, "http://"), ":")[0]}}, nil)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest("POST", h.url+"/api/v1/namespaces/"+ns+"/pods/p:"+port+"/proxy/stream", pr)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		answered <- answer{resp, err}
+	}()
+	if _, err := io.WriteString(pw, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-firstIn:
+		if got != "hello" {
+			t.Fatalf("backend read %q", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the backend never saw the start of a request body still being sent")
+	}
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer while the request body is still being sent")
+	}
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	defer a.resp.Body.Close()
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(a.resp.Body, buf); err != nil || string(buf) != "first" {
+		t.Fatalf("read %q, %v: want the backend's first part while both sides are open", buf, err)
+	}
+}
+
+// Methods beyond those kube-apiserver's proxy passes on are refused before any lookup.
+func TestProxyMethods(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	for _, m := range []string{"TRACE", "CONNECT"} {
+		var st metav1.Status
+		code, _ := h.do(m, "/api/v1/namespaces/"+ns+"/pods/p/proxy/x", "", nil, &st)
+		if want := "the server does not allow this method on the requested resource (" + m + " pods)"; code != http.StatusMethodNotAllowed || st.Message != want {
+			t.Errorf("%s: %d %+v, want 405 %q", m, code, st, want)
+		}
 	}
 }

@@ -326,6 +326,10 @@ func (s *Server) dispatch(c *gin.Context, t target) {
 		return
 	case "proxy":
 		verb = "connect"
+		if !proxyMethods[m] {
+			s.methodNotAllowed(c, m, t)
+			return
+		}
 		s.proxy(c, t)
 		return
 	case "exec", "attach", "portforward":
