@@ -121,12 +121,18 @@ func (s *Server) proxy(c *gin.Context, t target) {
 }
 
 // proxyPath splits a proxy request's path into the part after .../<name>/proxy, which goes
-// to the backend, and the apiserver's prefix up to and including /proxy.
+// to the backend, and the apiserver's prefix up to and including /proxy. The backend's part
+// is cleaned as kube-apiserver joins it ("a/../../b" cannot climb above the backend's root),
+// its trailing slash kept.
 func proxyPath(urlPath string, t target) (rest, prefix string) {
 	marker := "/" + t.res.Plural + "/" + t.name + "/proxy"
 	if i := strings.Index(urlPath, marker+"/"); i >= 0 {
 		prefix = urlPath[:i+len(marker)]
-		return urlPath[len(prefix):], prefix
+		rest = path.Clean(urlPath[len(prefix):])
+		if strings.HasSuffix(urlPath, "/") && !strings.HasSuffix(rest, "/") {
+			rest += "/"
+		}
+		return rest, prefix
 	}
 	return "", urlPath
 }

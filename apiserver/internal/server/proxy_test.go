@@ -33,6 +33,9 @@ func TestProxyPath(t *testing.T) {
 		{"/api/v1/namespaces/pods/pods/pods/proxy", "", "/api/v1/namespaces/pods/pods/pods/proxy"},
 		{"/api/v1/namespaces/pods/pods/pods/proxy/", "/", "/api/v1/namespaces/pods/pods/pods/proxy"},
 		{"/api/v1/namespaces/pods/pods/pods/proxy/a/proxy/b/", "/a/proxy/b/", "/api/v1/namespaces/pods/pods/pods/proxy"},
+		{"/api/v1/namespaces/pods/pods/pods/proxy/a//b/./c", "/a/b/c", "/api/v1/namespaces/pods/pods/pods/proxy"},
+		{"/api/v1/namespaces/pods/pods/pods/proxy/a/../../../etc/passwd", "/etc/passwd", "/api/v1/namespaces/pods/pods/pods/proxy"},
+		{"/api/v1/namespaces/pods/pods/pods/proxy/a/../", "/", "/api/v1/namespaces/pods/pods/pods/proxy"},
 	} {
 		if rest, prefix := proxyPath(tc.path, pods); rest != tc.rest || prefix != tc.prefix {
 			t.Errorf("proxyPath(%q) = %q, %q, want %q, %q", tc.path, rest, prefix, tc.rest, tc.prefix)
