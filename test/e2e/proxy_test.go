@@ -23,10 +23,11 @@ func TestProxySubresources(t *testing.T) {
 	pod := n.waitPod(t, "web", "running and ready", podRunning)
 
 	// What the endpoints controller writes for a selector, written here for a Service
-	// without one.
+	// without one; the address names its pod, as the apiserver proxies only to a pod's IP.
 	eps := filepath.Join(t.TempDir(), "endpoints.yaml")
 	if err := os.WriteFile(eps, []byte("apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: web\n  namespace: "+n.ns+
-		"\nsubsets:\n- addresses:\n  - ip: "+pod.Status.PodIP+"\n  ports:\n  - name: http\n    port: 8080\n"), 0o644); err != nil {
+		"\nsubsets:\n- addresses:\n  - ip: "+pod.Status.PodIP+"\n    targetRef: {kind: Pod, namespace: "+n.ns+", name: web}"+
+		"\n  ports:\n  - name: http\n    port: 8080\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n.kubectlReal.ok(t, "apply", "-f", eps)

@@ -221,13 +221,20 @@ func podLocation(pod *corev1.Pod, sch, port string) (proxyLocation, error) {
 			}
 		}
 	}
-	ip := net.ParseIP(pod.Status.PodIP)
-	if ip == nil || !ip.IsGlobalUnicast() {
+	// The pod's primary IP.
+	addr := pod.Status.PodIP
+	if len(pod.Status.PodIPs) > 0 {
+		addr = pod.Status.PodIPs[0].IP
+	}
+	if ip := net.ParseIP(addr); ip == nil || !ip.IsGlobalUnicast() {
 		return proxyLocation{}, apierror.New(apierror.ErrBadRequest, "address not allowed")
 	}
-	host := pod.Status.PodIP
-	if port != "" {
-		host = net.JoinHostPort(host, port)
+	host := addr
+	switch {
+	case port != "":
+		host = net.JoinHostPort(addr, port)
+	case strings.Contains(addr, ":"):
+		host = "[" + addr + "]"
 	}
 	return proxyLocation{url: &url.URL{Scheme: sch, Host: host}}, nil
 }
@@ -250,11 +257,45 @@ func (s *Server) serviceProxyLocation(ctx context.Context, t target) (proxyLocat
 	if err != nil {
 		return proxyLocation{}, err
 	}
-	return serviceLocation(svc, epObj.(*corev1.Endpoints), sch, port, t.name)
+	pods, _ := scheme.Lookup("pods")
+	podOf := func(name string) *corev1.Pod {
+		obj, _, err := s.reg.Read(ctx, target{res: pods, namespace: t.namespace, name: name}.key())
+		if err != nil {
+			return nil
+		}
+		return obj.(*corev1.Pod)
+	}
+	return serviceLocation(svc, epObj.(*corev1.Endpoints), sch, port, t.name, func(addr corev1.EndpointAddress) bool {
+		return endpointIsPod(addr, t.namespace, podOf)
+	})
 }
 
-// serviceLocation is the decision of serviceProxyLocation on the service and its Endpoints.
-func serviceLocation(svc *corev1.Service, eps *corev1.Endpoints, sch, port, id string) (proxyLocation, error) {
+// endpointIsPod reports whether an Endpoints address is the current IP of the pod in the
+// service's namespace that it names, as kube-apiserver checks before proxying to it: an
+// Endpoints object written by hand cannot send the apiserver anywhere else.
+func endpointIsPod(addr corev1.EndpointAddress, namespace string, podOf func(name string) *corev1.Pod) bool {
+	ref := addr.TargetRef
+	if ref == nil || ref.Kind != "Pod" || ref.Namespace != namespace || ref.Name == "" {
+		return false
+	}
+	pod := podOf(ref.Name)
+	if pod == nil {
+		return false
+	}
+	if pod.Status.PodIP == addr.IP {
+		return true
+	}
+	for _, ip := range pod.Status.PodIPs {
+		if ip.IP == addr.IP {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceLocation is the decision of serviceProxyLocation on the service and its Endpoints:
+// a random ready address that valid accepts.
+func serviceLocation(svc *corev1.Service, eps *corev1.Endpoints, sch, port, id string, valid func(corev1.EndpointAddress) bool) (proxyLocation, error) {
 	if n, err := strconv.Atoi(port); err == nil {
 		found := false
 		for _, p := range svc.Spec.Ports {
@@ -278,8 +319,15 @@ func serviceLocation(svc *corev1.Service, eps *corev1.Endpoints, sch, port, id s
 			continue
 		}
 		for _, p := range ss.Ports {
-			if p.Name == port {
-				addr := ss.Addresses[rand.IntN(len(ss.Addresses))]
+			if p.Name != port {
+				continue
+			}
+			start := rand.IntN(len(ss.Addresses))
+			for try := range ss.Addresses {
+				addr := ss.Addresses[(start+try)%len(ss.Addresses)]
+				if !valid(addr) {
+					continue
+				}
 				host := net.JoinHostPort(addr.IP, strconv.Itoa(int(p.Port)))
 				return proxyLocation{url: &url.URL{Scheme: sch, Host: host}}, nil
 			}
@@ -303,7 +351,39 @@ func (s *Server) nodeProxyLocation(ctx context.Context, t target) (proxyLocation
 	if err != nil {
 		return proxyLocation{}, err
 	}
+	if err := proxyableHost(ctx, net.DefaultResolver, kubelet.Hostname()); err != nil {
+		return proxyLocation{}, err
+	}
 	return nodeLocation(kubelet, sch, port), nil
+}
+
+// resolver finds a host name's addresses; net.DefaultResolver is one.
+type resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// proxyableHost refuses a node address that is, or resolves to, a loopback or link-local
+// address, as kube-apiserver does: nodes/proxy must not reach the apiserver's own host or a
+// cloud's metadata service.
+func proxyableHost(ctx context.Context, r resolver, host string) error {
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = []net.IP{ip}
+	} else {
+		addrs, err := r.LookupIPAddr(ctx, host)
+		if err != nil {
+			return apierror.New(apierror.ErrBadRequest, "%v", err)
+		}
+		for _, a := range addrs {
+			ips = append(ips, a.IP)
+		}
+	}
+	for _, ip := range ips {
+		if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() {
+			return apierror.New(apierror.ErrBadRequest, "address not allowed")
+		}
+	}
+	return nil
 }
 
 // nodeLocation is the decision of nodeProxyLocation on the kubelet's URL.

@@ -2,8 +2,10 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +23,7 @@ import (
 
 	"minik8s.io/apiserver/internal/audit"
 	"minik8s.io/apiserver/internal/registry"
+	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/scheme"
 )
 
@@ -102,7 +105,7 @@ func TestServiceLocation(t *testing.T) {
 		{"", "", `no endpoints available for service "web:"`, eps},
 		{"http", "", `no endpoints available for service "web"`, &corev1.Endpoints{}},
 	} {
-		loc, err := serviceLocation(svc, tc.eps, "http", tc.port, "web:"+tc.port)
+		loc, err := serviceLocation(svc, tc.eps, "http", tc.port, "web:"+tc.port, anyAddress)
 		if tc.err != "" {
 			if err == nil || err.Error() != tc.err {
 				t.Errorf("port %q: err %v, want %q", tc.port, err, tc.err)
@@ -112,6 +115,89 @@ func TestServiceLocation(t *testing.T) {
 		if err != nil || loc.url.String() != tc.want || loc.kubelet {
 			t.Errorf("port %q: %+v %v, want %s", tc.port, loc, err, tc.want)
 		}
+	}
+}
+
+// staticResolver answers host names from a table.
+type staticResolver map[string][]string
+
+func (r staticResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	ips, ok := r[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	var out []net.IPAddr
+	for _, ip := range ips {
+		out = append(out, net.IPAddr{IP: net.ParseIP(ip)})
+	}
+	return out, nil
+}
+
+// nodes/proxy reaches no loopback or link-local address, written or resolved.
+func TestProxyableHost(t *testing.T) {
+	r := staticResolver{"vm": {"192.0.2.2"}, "local": {"192.0.2.2", "127.0.0.1"}}
+	for _, tc := range []struct {
+		host string
+		ok   bool
+	}{
+		{"192.0.2.2", true}, {"10.0.0.2", true}, {"fd00::2", true}, {"vm", true},
+		{"127.0.0.1", false}, {"::1", false}, {"169.254.169.254", false}, {"fe80::1", false}, {"0.0.0.0", false},
+		{"local", false}, {"unknown", false},
+	} {
+		err := proxyableHost(t.Context(), r, tc.host)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, apierror.ErrBadRequest)) {
+			t.Errorf("%s: %v, want allowed %v (or a 400)", tc.host, err, tc.ok)
+		}
+	}
+}
+
+// anyAddress takes every address as its pod's.
+func anyAddress(corev1.EndpointAddress) bool { return true }
+
+// Only an address that is the current IP of the pod it names, in the service's namespace, is
+// proxied to; a service whose addresses are all otherwise has no endpoint available.
+func TestServiceLocationChecksPods(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"a":     {Status: corev1.PodStatus{PodIP: "10.0.0.5", PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}, {IP: "fd00::5"}}}},
+		"moved": {Status: corev1.PodStatus{PodIP: "10.0.0.99"}},
+	}
+	podOf := func(name string) *corev1.Pod { return pods[name] }
+	ref := func(ns, name string) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name}
+	}
+	for _, tc := range []struct {
+		name string
+		addr corev1.EndpointAddress
+		ok   bool
+	}{
+		{"the pod's IP", corev1.EndpointAddress{IP: "10.0.0.5", TargetRef: ref("ns", "a")}, true},
+		{"the pod's second IP", corev1.EndpointAddress{IP: "fd00::5", TargetRef: ref("ns", "a")}, true},
+		{"no target", corev1.EndpointAddress{IP: "10.0.0.5"}, false},
+		{"not a pod", corev1.EndpointAddress{IP: "10.0.0.5", TargetRef: &corev1.ObjectReference{Kind: "Node", Name: "a"}}, false},
+		{"another namespace", corev1.EndpointAddress{IP: "10.0.0.5", TargetRef: ref("other", "a")}, false},
+		{"a pod that moved", corev1.EndpointAddress{IP: "10.0.0.6", TargetRef: ref("ns", "moved")}, false},
+		{"a pod that is gone", corev1.EndpointAddress{IP: "10.0.0.7", TargetRef: ref("ns", "gone")}, false},
+	} {
+		if got := endpointIsPod(tc.addr, "ns", podOf); got != tc.ok {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	eps := &corev1.Endpoints{Subsets: []corev1.EndpointSubset{{
+		Addresses: []corev1.EndpointAddress{{IP: "10.0.0.6", TargetRef: ref("ns", "moved")}, {IP: "10.0.0.8"}, {IP: "10.0.0.5", TargetRef: ref("ns", "a")}},
+		Ports:     []corev1.EndpointPort{{Name: "http", Port: 8080}},
+	}}}
+	valid := func(a corev1.EndpointAddress) bool { return endpointIsPod(a, "ns", podOf) }
+	for range 20 {
+		loc, err := serviceLocation(svc, eps, "http", "80", "web:80", valid)
+		if err != nil || loc.url.Host != "10.0.0.5:8080" {
+			t.Fatalf("%+v %v, want the one address that is its pod's", loc.url, err)
+		}
+	}
+	eps.Subsets[0].Addresses = eps.Subsets[0].Addresses[:2]
+	if _, err := serviceLocation(svc, eps, "http", "80", "web:80", valid); err == nil || err.Error() != `no endpoints available for service "web:80"` {
+		t.Errorf("no valid address: %v", err)
 	}
 }
 
@@ -125,7 +211,7 @@ func TestServiceLocationSpreads(t *testing.T) {
 	}}}
 	seen := map[string]int{}
 	for range 200 {
-		loc, err := serviceLocation(svc, eps, "http", "", "web")
+		loc, err := serviceLocation(svc, eps, "http", "", "web", anyAddress)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +233,16 @@ func TestPodLocation(t *testing.T) {
 			t.Errorf("%s %s: %v %v, want %s", tc.scheme, tc.port, loc.url, err, tc.want)
 		}
 	}
-	for _, ip := range []string{"", "127.0.0.1", "0.0.0.0"} {
+	p := pod.DeepCopy()
+	p.Status.PodIPs = []corev1.PodIP{{IP: "fd00::7"}, {IP: "10.244.1.7"}}
+	if loc, err := podLocation(p, "http", ""); err != nil || loc.url.String() != "http://[fd00::7]:8080" {
+		t.Errorf("the primary of two IPs: %v %v", loc.url, err)
+	}
+	p.Spec.Containers = nil
+	if loc, err := podLocation(p, "http", ""); err != nil || loc.url.String() != "http://[fd00::7]" {
+		t.Errorf("no port: %v %v", loc.url, err)
+	}
+	for _, ip := range []string{"", "127.0.0.1", "0.0.0.0", "169.254.169.254"} {
 		p := pod.DeepCopy()
 		p.Status.PodIP = ip
 		if _, err := podLocation(p, "http", ""); err == nil || err.Error() != "address not allowed" {
@@ -246,15 +341,23 @@ func (h *harness) noRedirect(method, path string) *http.Response {
 // their headers; failures are Status.
 func TestProxySubresources(t *testing.T) {
 	var kubeletGot echoed
-	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ip := hostIP(t)
+	// The kubelet on an address nodes/proxy may reach (not loopback).
+	kubeletLn, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kubeletGot = echoed{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization")}
 		_, _ = io.WriteString(w, "kubelet_running_pods 1\n")
 	}))
+	kubelet.Listener.Close()
+	kubelet.Listener = kubeletLn
+	kubelet.StartTLS()
 	t.Cleanup(kubelet.Close)
 	h := newHarnessWith(t, func(c *Config) {
 		c.Kubelet = &KubeletClient{HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, Token: "kubelet-token"}
 	})
-	ip := hostIP(t)
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +384,8 @@ func TestProxySubresources(t *testing.T) {
 	h.mustDo(http.StatusCreated, "POST", base+"/services", "", map[string]any{"metadata": map[string]any{"name": "empty"},
 		"spec": map[string]any{"ports": []any{map[string]any{"port": 80}}}}, nil)
 	h.mustDo(http.StatusCreated, "POST", base+"/endpoints", "", map[string]any{"metadata": map[string]any{"name": "web"},
-		"subsets": []any{map[string]any{"addresses": []any{map[string]any{"ip": ip}}, "ports": []any{map[string]any{"name": "http", "port": port}}}}}, nil)
+		"subsets": []any{map[string]any{"addresses": []any{map[string]any{"ip": ip, "targetRef": map[string]any{"kind": "Pod", "namespace": ns, "name": "p"}}},
+			"ports": []any{map[string]any{"name": "http", "port": port}}}}}, nil)
 	h.mustDo(http.StatusCreated, "POST", base+"/endpoints", "", map[string]any{"metadata": map[string]any{"name": "empty"}}, nil)
 
 	for _, path := range []string{
@@ -361,6 +465,12 @@ func TestProxySubresources(t *testing.T) {
 	}
 	if want := (echoed{Method: "GET", Path: "/metrics", Query: "a=b", Auth: "Bearer kubelet-token"}); kubeletGot != want {
 		t.Fatalf("kubelet got %+v, want %+v", kubeletGot, want)
+	}
+	// A node whose address is the apiserver's own loopback is not reached.
+	local := "local-" + registry.RandomSuffix()
+	h.registerNode(local, "127.0.0.1:10250")
+	if code, _ := h.do("GET", "/api/v1/nodes/"+local+"/proxy/metrics", "", nil, &st); code != 400 || st.Message != "address not allowed" {
+		t.Fatalf("node on loopback: %d %+v", code, st)
 	}
 	backend.Close()
 	if code, _ := h.do("GET", base+"/pods/p/proxy/", "", nil, &st); code != 503 || !strings.Contains(st.Message, "error trying to reach service") {
