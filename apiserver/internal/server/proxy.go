@@ -107,6 +107,12 @@ func (s *Server) proxy(c *gin.Context, t target) {
 			}
 			if l := resp.Header.Get("Location"); l != "" && resp.StatusCode != http.StatusSwitchingProtocols {
 				resp.Header.Set("Location", rewriteLocation(l, loc.url.Host, c.Request.Host, prefix))
+				return nil
+			}
+			// The links of a page, as kube-apiserver rewrites them, so that a UI served from
+			// the backend's root works below the proxy path.
+			if isHTML(resp) && c.Request.Method != http.MethodHead {
+				rewriteHTMLResponse(resp, func(u string) string { return rewriteLocation(u, loc.url.Host, c.Request.Host, prefix) }, s.log)
 			}
 			return nil
 		},

@@ -270,13 +270,17 @@ type echoed struct {
 	Auth, ForwardedURI, Host  string
 }
 
-// proxyBackend answers with what it was sent, redirects /redirect to /elsewhere, and echoes
-// lines after upgrading /upgrade.
+// proxyBackend answers with what it was sent, redirects /redirect to /elsewhere, links to
+// it from the HTML of /page, and echoes lines after upgrading /upgrade.
 func proxyBackend(t *testing.T, ln net.Listener) *httptest.Server {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/redirect":
 			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		case "/page":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, `<a href="/elsewhere">there</a>`)
 			return
 		case "/upgrade":
 			conn, rw, err := w.(http.Hijacker).Hijack()
@@ -412,6 +416,9 @@ func TestProxySubresources(t *testing.T) {
 			}
 			if resp := h.noRedirect("GET", path+"/redirect"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != path+"/elsewhere" {
 				t.Fatalf("redirect: %s %v", resp.Status, resp.Header)
+			}
+			if code, _, body := h.raw("GET", path+"/page", "", "", nil); code != 200 || string(body) != `<a href="`+path+`/elsewhere">there</a>` {
+				t.Fatalf("page: %d %s", code, body)
 			}
 		})
 	}
