@@ -43,6 +43,8 @@ const (
 	ControllerRole   = "system:kube-controller-manager"
 	NodeProxierRole  = "system:node-proxier"
 	ServerlessRole   = "system:serverless"
+	// KubeletAPIAdminRole reaches every node's kubelet through nodes/proxy.
+	KubeletAPIAdminRole = "system:kubelet-api-admin"
 )
 
 // ClusterRoles are the default ClusterRoles, labelled and annotated for reconciliation.
@@ -103,6 +105,15 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			Rules: []rbacv1.PolicyRule{
 				rule("create").groups(authenticationGroup).resources("tokenreviews").rule(),
 				rule("create").groups(authorizationGroup).resources("subjectaccessreviews").rule(),
+			},
+		},
+		{
+			// Everything the kubelet API offers through the apiserver (nodes/proxy), which
+			// no aggregated role grants; bound to nobody by default.
+			ObjectMeta: metav1.ObjectMeta{Name: KubeletAPIAdminRole},
+			Rules: []rbacv1.PolicyRule{
+				rule("get", "list", "watch", "proxy").groups(legacyGroup).resources("nodes").rule(),
+				rule("*").groups(legacyGroup).resources("nodes/proxy").rule(),
 			},
 		},
 		{

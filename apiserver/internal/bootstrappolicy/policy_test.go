@@ -274,3 +274,18 @@ func TestAdminGrantsWithinNamespace(t *testing.T) {
 		})
 	}
 }
+
+// nodes/proxy reaches every kubelet with the apiserver's own credentials: of the default
+// roles only cluster-admin and system:kubelet-api-admin grant it, as in Kubernetes.
+func TestNodeProxyOnlyForAdmins(t *testing.T) {
+	for name, role := range aggregated() {
+		got := map[string]bool{}
+		for _, verb := range []string{"get", "create"} {
+			got[verb] = allowed(role.Rules, call{verb, "", "nodes/proxy", "", "node-1"})
+		}
+		want := name == ClusterAdminRole || name == KubeletAPIAdminRole
+		if got["get"] != want || got["create"] != want {
+			t.Errorf("%s grants nodes/proxy %v, want get and create %v", name, got, want)
+		}
+	}
+}
