@@ -357,10 +357,11 @@ func (s *Server) nodeProxyLocation(ctx context.Context, t target) (proxyLocation
 	if err != nil {
 		return proxyLocation{}, err
 	}
-	if err := proxyableHost(ctx, net.DefaultResolver, kubelet.Hostname()); err != nil {
+	loc := nodeLocation(kubelet, sch, port)
+	if err := proxyableHost(ctx, net.DefaultResolver, kubelet.Hostname(), loc.kubelet); err != nil {
 		return proxyLocation{}, err
 	}
-	return nodeLocation(kubelet, sch, port), nil
+	return loc, nil
 }
 
 // resolver finds a host name's addresses; net.DefaultResolver is one.
@@ -368,10 +369,12 @@ type resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// proxyableHost refuses a node address that is, or resolves to, a loopback or link-local
-// address, as kube-apiserver does: nodes/proxy must not reach the apiserver's own host or a
-// cloud's metadata service.
-func proxyableHost(ctx context.Context, r resolver, host string) error {
+// proxyableHost refuses a node address that is, or resolves to, a link-local address (a
+// cloud's metadata service) or, except for the kubelet itself, a loopback one: nodes/proxy
+// must not reach the apiserver host's own services (etcd on 127.0.0.1:2379). kube-apiserver
+// refuses loopback nodes altogether; minik8s lets a kubelet registered on loopback (the e2e
+// harness, hollow nodes) be reached, since nothing but the kubelet answers there.
+func proxyableHost(ctx context.Context, r resolver, host string, kubelet bool) error {
 	var ips []net.IP
 	if ip := net.ParseIP(host); ip != nil {
 		ips = []net.IP{ip}
@@ -385,7 +388,7 @@ func proxyableHost(ctx context.Context, r resolver, host string) error {
 		}
 	}
 	for _, ip := range ips {
-		if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() {
+		if (ip.IsLoopback() && !kubelet) || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() {
 			return apierror.New(apierror.ErrBadRequest, "address not allowed")
 		}
 	}

@@ -53,12 +53,12 @@ func newFakeKubelet(t *testing.T) *fakeKubelet {
 // registerNode makes a Node whose kubelet is at addr.
 func (h *harness) registerNode(name, addr string) {
 	h.t.Helper()
-	host, portStr, _ := net.SplitHostPort(addr)
+	_, portStr, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portStr)
 	h.mustDo(http.StatusCreated, "POST", "/api/v1/nodes", "", map[string]any{
 		"metadata": map[string]any{"name": name},
 		"status": map[string]any{
-			"addresses":       []any{map[string]any{"type": "InternalIP", "address": host}},
+			"addresses":       []any{map[string]any{"type": "InternalIP", "address": "127.0.0.1"}},
 			"daemonEndpoints": map[string]any{"kubeletEndpoint": map[string]any{"Port": port}},
 		},
 	}, nil)
