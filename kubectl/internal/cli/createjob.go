@@ -33,10 +33,7 @@ func newCreateJob(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var command []string
-			if n := cmd.ArgsLenAtDash(); n >= 0 {
-				command = args[n:]
-			}
+			command := afterDash(cmd, args)
 			if err := f.validate(); err != nil {
 				return err
 			}

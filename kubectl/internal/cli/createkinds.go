@@ -31,10 +31,7 @@ func newCreateCronJob(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var command []string
-			if n := cmd.ArgsLenAtDash(); n >= 0 {
-				command = args[n:]
-			}
+			command := afterDash(cmd, args)
 			if err := f.validate(); err != nil {
 				return err
 			}

@@ -49,6 +49,14 @@ func nameArg(cmd *cobra.Command, args []string) (string, error) {
 	return args[0], nil
 }
 
+// afterDash is the COMMAND given after "--", nil without one.
+func afterDash(cmd *cobra.Command, args []string) []string {
+	if n := cmd.ArgsLenAtDash(); n >= 0 {
+		return args[n:]
+	}
+	return nil
+}
+
 // createAndPrint sends obj to the server, in namespace ns for a namespaced kind, unless the dry
 // run is the client's, and prints what the server made of it (or obj itself on a client dry
 // run). A refusal reads "failure: message" when failure is set, as kubectl words the bindings'.
