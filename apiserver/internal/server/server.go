@@ -252,7 +252,7 @@ func (s *Server) resourceRequest(c *gin.Context) {
 		s.resourceList(c, gv)
 		return
 	}
-	t, err := parseResourcePath(gv, strings.Split(path, "/"))
+	t, err := parseResourcePath(s.reg, gv, strings.Split(path, "/"))
 	if err != nil {
 		writeError(c, err)
 		return
