@@ -9,16 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-func DefaultDefinition(crd *apiextensionsv1.CustomResourceDefinition)                   {}
-func ValidateDefinition(crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList { return nil }
+func DefaultDefinition(crd *apiextensionsv1.CustomResourceDefinition) {}
+func ValidateDefinition(crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
+	return nil
+}
 
 type Version struct{}
 
 func NewVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Version, error) {
 	return &Version{}, nil
 }
-func (v *Version) Default(obj map[string]any)                                     {}
-func (v *Version) Prune(obj map[string]any)                                       {}
+func (v *Version) Default(obj map[string]any)                                         {}
+func (v *Version) Prune(obj map[string]any)                                           {}
 func (v *Version) Validate(obj, old *unstructured.Unstructured) field.ErrorList       { return nil }
 func (v *Version) ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList { return nil }
 func (v *Version) Scale(obj *unstructured.Unstructured) (spec, status int32, selector string, ok bool, err error) {
