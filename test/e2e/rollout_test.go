@@ -50,7 +50,7 @@ spec:
         image: minik8s/echo:1.0
         env:
         - {name: VERSION, value: a}
-        - {name: SHUTDOWN_DELAY, value: 5s}
+        - {name: SHUTDOWN_DELAY, value: 8s}
         ports:
         - containerPort: 8080
         readinessProbe:
