@@ -27,7 +27,7 @@ func widgetCRD(group string) string {
       "status":{"type":"object","properties":{"replicas":{"type":"integer"},"selector":{"type":"string"}}}}}},
     "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}},
     "additionalPrinterColumns":[{"name":"Color","type":"string","jsonPath":".spec.color"},{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}]},
-   {"name":"v1beta1","served":true,"storage":false,
+   {"name":"v1beta1","served":true,"storage":false,"deprecated":true,
     "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`, group)
 }
 
@@ -101,9 +101,15 @@ func TestCustomResourceDefinitionServesItsResource(t *testing.T) {
 
 	t.Run("other version reads the same object", func(t *testing.T) {
 		var got unstructured.Unstructured
-		h.mustDo(http.StatusOK, "GET", "/apis/"+group+"/v1beta1/namespaces/"+ns+"/widgets/w1", "", nil, &got)
-		if got.GetAPIVersion() != group+"/v1beta1" || got.GetUID() != w.GetUID() {
-			t.Errorf("through v1beta1: apiVersion %q uid %q", got.GetAPIVersion(), got.GetUID())
+		code, header := h.do("GET", "/apis/"+group+"/v1beta1/namespaces/"+ns+"/widgets/w1", "", nil, &got)
+		if code != http.StatusOK || got.GetAPIVersion() != group+"/v1beta1" || got.GetUID() != w.GetUID() {
+			t.Errorf("through v1beta1: %d, apiVersion %q uid %q", code, got.GetAPIVersion(), got.GetUID())
+		}
+		if want := `299 - "` + group + `/v1beta1 Widget is deprecated"`; header.Get("Warning") != want {
+			t.Errorf("Warning %q, want %q", header.Get("Warning"), want)
+		}
+		if header := func() http.Header { _, h := h.do("GET", base+"/w1", "", nil, nil); return h }(); header.Get("Warning") != "" {
+			t.Errorf("a served version that is not deprecated warns: %q", header.Get("Warning"))
 		}
 	})
 
