@@ -255,7 +255,7 @@ func connectEtcd(ctx context.Context, cfg Config, dir string, log *slog.Logger) 
 
 // newServer builds the API's handlers over store.
 func newServer(cfg Config, store *etcdstore.Store, authn *auth, auditor *server.Audit, addr string, log *slog.Logger) (*server.Server, error) {
-	docs, docsV2, err := newOpenAPI()
+	docs, err := newOpenAPI()
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,6 @@ func newServer(cfg Config, store *etcdstore.Store, authn *auth, auditor *server.
 		Audit:           auditor,
 		Tables:          tableConverter{},
 		OpenAPI:         docs,
-		OpenAPIV2:       docsV2,
 		Logger:          log,
 		ExternalAddress: addr,
 		PodCIDRs:        cfg.ClusterCIDR,

@@ -13,17 +13,14 @@ import (
 	"minik8s.io/shared/scheme"
 )
 
-// newOpenAPI builds the OpenAPI v3 documents and the v2 one, from the served Go types.
-func newOpenAPI() (*openapi.Documents, *openapi.V2, error) {
-	docs, err := openapi.Build(scheme.Served(), server.Version.GitVersion)
+// newOpenAPI builds the OpenAPI v3 documents and the v2 one of the built-in kinds, from
+// their Go types; the server adds custom resources' as their definitions come.
+func newOpenAPI() (*openapi.Builtin, error) {
+	docs, err := openapi.BuildBuiltin(scheme.Served(), server.Version.GitVersion)
 	if err != nil {
-		return nil, nil, fmt.Errorf("build openapi documents: %w", err)
+		return nil, fmt.Errorf("build openapi documents: %w", err)
 	}
-	v2, err := openapi.BuildV2(scheme.Served(), server.Version.GitVersion)
-	if err != nil {
-		return nil, nil, fmt.Errorf("build openapi v2 document: %w", err)
-	}
-	return docs, v2, nil
+	return docs, nil
 }
 
 func newOutbox(cli *clientv3.Client, amqpURL string, log *slog.Logger) (*outbox.Outbox, *amqpbus.Bus, error) {

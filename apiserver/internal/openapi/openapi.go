@@ -14,6 +14,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -65,46 +66,63 @@ func (d *Documents) Keys() []string {
 }
 
 // Build generates the documents of every group version in resources. version is the server
-// version shown in each document's info.
+// version shown in each document's info. Custom resources are left out: Live adds them.
 func Build(resources []*scheme.Resource, version string) (*Documents, error) {
-	var order []schema.GroupVersion
-	byGV := map[schema.GroupVersion][]*scheme.Resource{}
-	for _, r := range resources {
-		gv := r.GVK.GroupVersion()
-		if _, ok := byGV[gv]; !ok {
-			order = append(order, gv)
-		}
-		byGV[gv] = append(byGV[gv], r)
-	}
-
 	docs := &Documents{byKey: map[string]*Document{}}
-	index := map[string]map[string]string{}
-	for _, gv := range order {
-		key := groupVersionPath(gv)
-		doc, err := buildGroupVersion(byGV[gv], version)
+	for gv, rs := range byGroupVersion(resources) {
+		d, err := encodeGroupVersion(gv, rs, version, nil)
 		if err != nil {
-			return nil, fmt.Errorf("openapi for %s: %w", gv, err)
+			return nil, err
 		}
-		raw, err := json.Marshal(doc)
-		if err != nil {
-			return nil, fmt.Errorf("encode openapi for %s: %w", gv, err)
-		}
-		sum := sha512.Sum512(raw)
-		d := &Document{Key: key, JSON: raw, Hash: fmt.Sprintf("%X", sum)}
-		docs.byKey[key] = d
-		index[key] = map[string]string{"serverRelativeURL": Prefix + "/" + key + "?hash=" + d.Hash}
+		docs.byKey[d.Key] = d
 	}
-	root, err := json.Marshal(map[string]any{"paths": index})
-	if err != nil {
-		return nil, fmt.Errorf("encode openapi root: %w", err)
+	if err := docs.index(); err != nil {
+		return nil, err
 	}
-	docs.root = root
 	return docs, nil
 }
 
-func buildGroupVersion(resources []*scheme.Resource, version string) (*spec3.OpenAPI, error) {
+// byGroupVersion groups resources by their group version, in their order.
+func byGroupVersion(resources []*scheme.Resource) map[schema.GroupVersion][]*scheme.Resource {
+	out := map[schema.GroupVersion][]*scheme.Resource{}
+	for _, r := range resources {
+		gv := r.GVK.GroupVersion()
+		out[gv] = append(out[gv], r)
+	}
+	return out
+}
+
+// encodeGroupVersion builds and encodes the document of one group version, taking custom
+// resources' schemas from defs.
+func encodeGroupVersion(gv schema.GroupVersion, resources []*scheme.Resource, version string, defs Definitions) (*Document, error) {
+	doc, err := buildGroupVersion(resources, version, defs)
+	if err != nil {
+		return nil, fmt.Errorf("openapi for %s: %w", gv, err)
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode openapi for %s: %w", gv, err)
+	}
+	return &Document{Key: groupVersionPath(gv), JSON: raw, Hash: fmt.Sprintf("%X", sha512.Sum512(raw))}, nil
+}
+
+// index writes the root that lists every document under a URL naming its hash.
+func (d *Documents) index() error {
+	index := make(map[string]map[string]string, len(d.byKey))
+	for key, doc := range d.byKey {
+		index[key] = map[string]string{"serverRelativeURL": Prefix + "/" + key + "?hash=" + doc.Hash}
+	}
+	root, err := json.Marshal(map[string]any{"paths": index})
+	if err != nil {
+		return fmt.Errorf("encode openapi root: %w", err)
+	}
+	d.root = root
+	return nil
+}
+
+func buildGroupVersion(resources []*scheme.Resource, version string, defs Definitions) (*spec3.OpenAPI, error) {
 	s := newSchemas(v3Dialect)
-	routes, err := collect(s, resources)
+	routes, err := collect(s, resources, defs)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +139,9 @@ func buildGroupVersion(resources []*scheme.Resource, version string) (*spec3.Ope
 }
 
 // collect reflects the kinds of resources, and those their operations use, into s and lists
-// the routes that serve them.
-func collect(s *schemas, resources []*scheme.Resource) (map[string]*route, error) {
+// the routes that serve them. Custom resources take their schemas from their definitions
+// in defs; one defs does not know is left out.
+func collect(s *schemas, resources []*scheme.Resource, defs Definitions) (map[string]*route, error) {
 	routes := map[string]*route{}
 	// Shared kinds every group's operations use; Kubernetes tags DeleteOptions with each
 	// group's version, since clients send it to any group.
@@ -134,6 +153,26 @@ func collect(s *schemas, resources []*scheme.Resource) (map[string]*route, error
 
 	for _, r := range resources {
 		gv := r.GVK.GroupVersion()
+		if r.Custom {
+			var crd *apiextensionsv1.CustomResourceDefinition
+			if defs != nil {
+				crd, _ = defs(r.GVR())
+			}
+			if crd == nil {
+				// Its definition went between listing and this lookup.
+				continue
+			}
+			s.setGVK(reflect.TypeFor[metav1.DeleteOptions](), gv.WithKind("DeleteOptions"))
+			kind, list, err := s.defineCustom(r, crd)
+			if err != nil {
+				return nil, err
+			}
+			if r.HasSubresource("scale") {
+				s.setGVK(reflect.TypeFor[autoscalingv1.Scale](), autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+			}
+			maps.Copy(routes, resourceRoutes("/"+groupVersionPath(gv), r, kind, list))
+			continue
+		}
 		s.setGVK(reflect.TypeFor[metav1.DeleteOptions](), gv.WithKind("DeleteOptions"))
 		objType, err := structType(r.New())
 		if err != nil {

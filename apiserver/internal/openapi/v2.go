@@ -59,7 +59,13 @@ func (v *V2) Protobuf() []byte { return v.protobuf.body }
 // types, and with the same paths, as Build's v3 documents. version is the server version
 // shown in its info.
 func BuildV2(resources []*scheme.Resource, version string) (*V2, error) {
-	doc, err := swagger(resources, version)
+	return generateV2(resources, version, nil)
+}
+
+// generateV2 generates the v2 document of resources, taking custom resources' schemas from
+// defs.
+func generateV2(resources []*scheme.Resource, version string, defs Definitions) (*V2, error) {
+	doc, err := swagger(resources, version, defs)
 	if err != nil {
 		return nil, fmt.Errorf("openapi v2: %w", err)
 	}
@@ -80,9 +86,9 @@ func BuildV2(resources []*scheme.Resource, version string) (*V2, error) {
 	return &V2{json: newEncoding(MediaTypeJSON, raw), protobuf: newEncoding(MediaTypeProtobuf, pb)}, nil
 }
 
-func swagger(resources []*scheme.Resource, version string) (*spec.Swagger, error) {
+func swagger(resources []*scheme.Resource, version string, defs Definitions) (*spec.Swagger, error) {
 	s := newSchemas(v2Dialect)
-	routes, err := collect(s, resources)
+	routes, err := collect(s, resources, defs)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"minik8s.io/apiserver/internal/authorizer"
 	"minik8s.io/apiserver/internal/metricsource"
+	"minik8s.io/apiserver/internal/openapi"
 	"minik8s.io/apiserver/internal/registry"
 	"minik8s.io/apiserver/internal/serviceaccount"
 	"minik8s.io/apiserver/internal/storage"
@@ -49,10 +50,11 @@ type Config struct {
 	Store         storage.Interface
 	Authenticator Authenticator
 	Tables        TableConverter
-	// OpenAPI serves GET /openapi/v3 and the documents below it; OpenAPIV2 GET /openapi/v2.
-	OpenAPI   http.Handler
-	OpenAPIV2 http.Handler
-	Logger    *slog.Logger
+	// OpenAPI are the OpenAPI documents of the built-in kinds, served at GET /openapi/v3 (and
+	// below) and GET /openapi/v2 with those of the custom resources served at the time; nil
+	// serves none.
+	OpenAPI *openapi.Builtin
+	Logger  *slog.Logger
 	// Ready reports whether the server should answer /readyz with ok.
 	Ready func(ctx context.Context) error
 	// ExternalAddress is host:port clients reach the server at, for discovery.
@@ -131,12 +133,11 @@ func New(cfg Config) *Server {
 	auth.GET("/api", s.apiVersions)
 	auth.GET("/apis", s.apiGroups)
 	if cfg.OpenAPI != nil {
-		auth.GET("/openapi/v3", gin.WrapH(cfg.OpenAPI))
-		auth.GET("/openapi/v3/*path", gin.WrapH(cfg.OpenAPI))
-	}
-	if cfg.OpenAPIV2 != nil {
-		auth.GET("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
-		auth.HEAD("/openapi/v2", gin.WrapH(cfg.OpenAPIV2))
+		docs := openapi.NewLive(cfg.OpenAPI, s.reg)
+		auth.GET("/openapi/v3", gin.WrapF(docs.ServeV3))
+		auth.GET("/openapi/v3/*path", gin.WrapF(docs.ServeV3))
+		auth.GET("/openapi/v2", gin.WrapF(docs.ServeV2))
+		auth.HEAD("/openapi/v2", gin.WrapF(docs.ServeV2))
 	}
 	auth.GET(serviceaccount.OpenIDConfigPath, s.discoveryDocument(false))
 	auth.GET(serviceaccount.JWKSPath, s.discoveryDocument(true))
