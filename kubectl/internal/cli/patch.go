@@ -25,7 +25,7 @@ func newPatch(o *options) *cobra.Command {
 		Use:   "patch (TYPE NAME | TYPE/NAME) -p PATCH [--type strategic|merge|json]",
 		Short: "Update fields of a resource",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			targets, err := parseTargets(args)
+			targets, err := o.parseTargets(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
