@@ -163,6 +163,12 @@ func TestCustomResources(t *testing.T) {
 			routes:    map[string]string{"POST /apis/example.com/v1/namespaces/team/widgets": widgetJSON},
 			wantCalls: []string{"POST /apis/example.com/v1/namespaces/team/widgets"},
 			wantOut:   "widget.example.com/w1 created\n"},
+		{name: "replace puts over the live version", args: []string{"replace", "-f", "-"}, stdin: widgetManifest,
+			routes:    map[string]string{"GET " + base + "/w1": widgetJSON, "PUT " + base + "/w1": widgetJSON},
+			wantCalls: []string{"GET " + base + "/w1", "PUT " + base + "/w1"},
+			wantSeen: map[string]string{"PUT " + base + "/w1": `application/json|application/json|` +
+				`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default","resourceVersion":"7"},"spec":{"color":"blue","replicas":2}}`},
+			wantOut: "widget.example.com/w1 replaced\n"},
 		{name: "unknown kind", args: []string{"apply", "-f", "-"}, stdin: strings.Replace(widgetManifest, "Widget", "Sprocket", 1),
 			wantErr: "error: resource mapping not found for name: \"w1\" namespace: \"\" from \"STDIN\": no matches for kind \"Sprocket\" in version \"example.com/v1\"\n" +
 				"ensure CRDs are installed first\n", wantCode: 1},

@@ -98,7 +98,7 @@ func NewRoot(s Streams) *cobra.Command {
 	f.StringArrayVar(&o.asGroups, "as-group", nil, "Group to impersonate for the operation, this flag can be repeated to specify multiple groups.")
 	f.StringVar(&o.asUID, "as-uid", "", "UID to impersonate for the operation.")
 	root.AddCommand(
-		newApply(o), newCreate(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
+		newApply(o), newCreate(o), newReplace(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
 		newLogs(o), newVersion(o), newAPIResources(o),
 		newCordon(o), newUncordon(o), newDrain(o), newLabel(o),
 		newExec(o), newAttach(o), newCp(o), newPortForward(o), newProxy(o), newDebug(o),
