@@ -163,7 +163,7 @@ func TestCustomResourcesWithBothKubectlsOnMakeUp(t *testing.T) {
 				t.Fatalf("merge patch printed %q", out)
 			}
 			if r := k.run(t, "-n", ns, "patch", "widget", name, "-p", `{"spec":{"color":"green"}}`); r.err == nil ||
-				!strings.Contains(r.stderr, "UnsupportedMediaType") {
+				!strings.Contains(r.stderr, "error: application/strategic-merge-patch+json is not supported by "+crdGroup+"/v1, Kind=Widget: ") {
 				t.Fatalf("a strategic merge patch of a custom resource:\n%s", r)
 			}
 			if got := k.ok(t, "-n", ns, "get", "wd", name, "-o", "yaml").stdout; !strings.Contains(got, "color: red") {

@@ -197,6 +197,11 @@ func TestCustomResources(t *testing.T) {
 			wantCalls: []string{"GET " + base + "/w1", "PATCH " + base + "/w1"},
 			wantSeen:  map[string]string{"PATCH " + base + "/w1": `application/merge-patch+json|application/json|{"spec":{"color":"red"}}`},
 			wantOut:   "widget.example.com/w1 patched\n"},
+		{name: "strategic merge patch refused", args: []string{"patch", "widget", "w1", "-p", `{"spec":{"color":"red"}}`},
+			routes:    map[string]string{"GET " + base + "/w1": widgetJSON},
+			wantCalls: []string{"GET " + base + "/w1", "PATCH " + base + "/w1"},
+			wantErr: "error: application/strategic-merge-patch+json is not supported by example.com/v1, Kind=Widget: " +
+				"strategic merge patch is not supported for Widget.example.com\n", wantCode: 1},
 		{name: "unknown type", args: []string{"get", "sprockets"},
 			wantErr: "error: the server doesn't have a resource type \"sprockets\"\n", wantCode: 1},
 		{name: "unknown type in a group", args: []string{"get", "sprockets.example.com"},
@@ -213,6 +218,10 @@ func TestCustomResources(t *testing.T) {
 			seen := map[string]string{}
 			f := &fakeAPI{routes: map[string]http.HandlerFunc{}}
 			serveDiscovery(f, func() []*metav1.APIResourceList { return widgetDiscovery(true) })
+			// The apiserver refuses strategic merge patches of custom resources.
+			f.routes["PATCH "+base+"/w1"] = func(w http.ResponseWriter, r *http.Request) {
+				writeStatus(w, apierror.New(apierror.ErrUnsupportedMediaType, "strategic merge patch is not supported for Widget.example.com"))
+			}
 			for key, body := range tt.routes {
 				f.routes[key] = func(w http.ResponseWriter, r *http.Request) {
 					b, _ := io.ReadAll(r.Body)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"minik8s.io/kubectl/internal/printer"
+	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 )
 
@@ -56,6 +57,11 @@ func newPatch(o *options) *cobra.Command {
 				return err
 			}
 			after, err := dyn.Patch(cmd.Context(), ns, t.names[0], pt, body, sub)
+			var ae *apierror.Error
+			if errors.Is(err, apierror.ErrUnsupportedMediaType) && errors.As(err, &ae) {
+				// As kubectl words it: a strategic merge patch of a custom resource, say.
+				return fmt.Errorf("%s is not supported by %s: %s", pt, t.res.GVK, ae.Status.Message)
+			}
 			if err != nil {
 				return err
 			}
