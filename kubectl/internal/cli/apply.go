@@ -97,12 +97,11 @@ func (o *options) forEachManifest(ctx context.Context, ff fileFlags, fn func(con
 	}
 	failed := false
 	for _, m := range objs {
-		err := o.settle(m)
+		res, err := o.settle(ctx, m)
 		if err == nil && ff.packSource {
 			err = fnsource.Pack(m.Unstructured, m.Source)
 		}
 		if err == nil {
-			res, _ := scheme.ByGVK(m.GroupVersionKind())
 			err = fn(ctx, cl, res, m.Unstructured)
 		}
 		if err != nil {
@@ -116,25 +115,29 @@ func (o *options) forEachManifest(ctx context.Context, ff fileFlags, fn func(con
 	return nil
 }
 
-// settle checks the object's kind is served and fills its namespace from -n or the context.
-func (o *options) settle(m manifest.Object) error {
+// settle finds the resource serving the object's kind, built-in or custom, and fills the
+// object's namespace from -n or the context.
+func (o *options) settle(ctx context.Context, m manifest.Object) (*scheme.Resource, error) {
 	gvk := m.GroupVersionKind()
-	res, ok := scheme.ByGVK(gvk)
+	res, ok, err := o.resolver().kind(ctx, gvk)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
-		return fmt.Errorf("resource mapping not found for name: %q namespace: %q from %q: no matches for kind %q in version %q",
+		return nil, fmt.Errorf("resource mapping not found for name: %q namespace: %q from %q: no matches for kind %q in version %q\nensure CRDs are installed first",
 			m.GetName(), m.GetNamespace(), m.Source, gvk.Kind, gvk.GroupVersion().String())
 	}
 	if !res.Namespaced {
-		return nil
+		return res, nil
 	}
 	if ns := m.GetNamespace(); ns != "" {
 		if o.namespace != "" && o.namespace != ns {
-			return fmt.Errorf("the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.", ns, o.namespace, ns)
+			return nil, fmt.Errorf("the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.", ns, o.namespace, ns)
 		}
-		return nil
+		return res, nil
 	}
 	m.SetNamespace(o.ns())
-	return nil
+	return res, nil
 }
 
 func (o *options) applyOne(ctx context.Context, cl *client.Client, res *scheme.Resource, obj *unstructured.Unstructured, dry dryRun) error {

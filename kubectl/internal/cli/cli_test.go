@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/kubectl/internal/apply"
+	"minik8s.io/kubectl/internal/mapper"
 	"minik8s.io/shared/apierror"
 )
 
@@ -177,8 +179,6 @@ func TestGet(t *testing.T) {
 		{name: "name output", args: []string{"get", "deployments.apps", "-o", "name"},
 			routes:  map[string]http.HandlerFunc{"GET /apis/apps/v1/namespaces/default/deployments": jsonReply(`{"kind":"DeploymentList","apiVersion":"apps/v1","items":[{"metadata":{"name":"d1"}}]}`)},
 			wantOut: "deployment.apps/d1\n"},
-		{name: "unknown type", args: []string{"get", "widgets"}, routes: map[string]http.HandlerFunc{},
-			wantErr: "error: the server doesn't have a resource type \"widgets\"\n", wantCode: 1},
 		{name: "jsonpath of one object", args: []string{"get", "node", "vm", "-o", "jsonpath={.metadata.name} {.spec.taints[?(@.effect==\"NoSchedule\")].key} {.spec.taints}"},
 			routes: map[string]http.HandlerFunc{"GET /api/v1/nodes/vm": jsonReply(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"vm"},` +
 				`"spec":{"taints":[{"key":"a","effect":"NoSchedule"},{"key":"b","effect":"NoExecute"}]}}`)},
@@ -294,14 +294,25 @@ func TestParseTargets(t *testing.T) {
 		{args: []string{"hpa"}, want: []string{"horizontalpodautoscalers:"}},
 		{args: []string{"ing"}, want: []string{"ingresses:"}},
 		{args: []string{"Deployment.apps"}, want: []string{"deployments:"}},
-		{args: []string{"all"}, want: []string{"pods:", "replicationcontrollers:", "services:", "daemonsets:", "deployments:", "replicasets:", "statefulsets:", "horizontalpodautoscalers:", "jobs:", "cronjobs:"}},
+		{args: []string{"all"}, want: []string{"pods:", "replicationcontrollers:", "services:", "daemonsets:", "deployments:", "replicasets:", "statefulsets:", "horizontalpodautoscalers:", "jobs:", "cronjobs:", "widgets.example.com:"}},
+		// Custom resources come from discovery, by any of their names.
+		{args: []string{"widgets"}, want: []string{"widgets.example.com:"}},
+		{args: []string{"wd", "a"}, want: []string{"widgets.example.com:a"}},
+		{args: []string{"Widget.example.com"}, want: []string{"widgets.example.com:"}},
+		{args: []string{"widgets.v1beta1.example.com"}, want: []string{"widgets.example.com/v1beta1:"}},
+		{args: []string{"widget/a", "wd/b", "po/c"}, want: []string{"widgets.example.com:a,b", "pods:c"}},
+		{args: []string{"gadgets"}, want: []string{"gadgets.example.com:"}},
 		{args: []string{"pods,svc", "x"}, wantErr: true},
 		{args: []string{"nosuch"}, wantErr: true},
+		{args: []string{"widgets.other.io"}, wantErr: true},
 		{args: nil, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			got, err := parseTargets(tt.args)
+			o := &options{res: &resolver{discover: func(context.Context) (*mapper.Mapper, error) {
+				return mapper.New(widgetDiscovery(true)), nil
+			}}}
+			got, err := o.parseTargets(t.Context(), tt.args)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("parseTargets(%v) succeeded", tt.args)
@@ -313,7 +324,14 @@ func TestParseTargets(t *testing.T) {
 			}
 			var s []string
 			for _, g := range got {
-				s = append(s, g.res.Plural+":"+strings.Join(g.names, ","))
+				name := g.res.Plural
+				if g.res.Custom {
+					name += "." + g.res.GVK.Group
+					if g.res.GVK.Version != "v1" {
+						name += "/" + g.res.GVK.Version
+					}
+				}
+				s = append(s, name+":"+strings.Join(g.names, ","))
 			}
 			if diff := cmp.Diff(tt.want, s); diff != "" {
 				t.Errorf("targets (-want +got):\n%s", diff)

@@ -65,7 +65,7 @@ func newDelete(o *options) *cobra.Command {
 					return o.deleteOne(ctx, cl, res, obj.GetNamespace(), obj.GetName(), d)
 				})
 			}
-			targets, err := parseTargets(args)
+			targets, err := o.parseTargets(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ func newDescribe(o *options) *cobra.Command {
 		Use:   "describe (TYPE NAME | TYPE/NAME)",
 		Short: "Show details of a specific resource",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			targets, err := parseTargets(args)
+			targets, err := o.parseTargets(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

@@ -27,8 +27,8 @@ type target struct {
 }
 
 // parseTargets reads "TYPE[,TYPE] [NAME...]" or "TYPE/NAME ..." as kubectl does; the "all"
-// category expands to its members.
-func parseTargets(args []string) ([]target, error) {
+// category expands to its members, built-in and discovered.
+func (o *options) parseTargets(ctx context.Context, args []string) ([]target, error) {
 	if len(args) == 0 {
 		return nil, errors.New("you must specify the type of resource to get")
 	}
@@ -39,11 +39,11 @@ func parseTargets(args []string) ([]target, error) {
 			if !ok || name == "" {
 				return nil, fmt.Errorf("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'kubectl get resource/<resource_name>' instead of 'kubectl get resource resource/<resource_name>'")
 			}
-			res, err := lookup(typ)
+			res, err := o.resolver().resource(ctx, typ)
 			if err != nil {
 				return nil, err
 			}
-			if n := len(out); n > 0 && out[n-1].res == res {
+			if n := len(out); n > 0 && out[n-1].res.GVR() == res.GVR() {
 				out[n-1].names = append(out[n-1].names, name)
 				continue
 			}
@@ -54,16 +54,16 @@ func parseTargets(args []string) ([]target, error) {
 	var out []target
 	for _, typ := range strings.Split(args[0], ",") {
 		if typ == "all" {
-			for _, r := range scheme.Resources {
-				for _, c := range r.Categories {
-					if c == "all" {
-						out = append(out, target{res: r})
-					}
-				}
+			members, err := o.resolver().category(ctx, typ)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range members {
+				out = append(out, target{res: r})
 			}
 			continue
 		}
-		res, err := lookup(typ)
+		res, err := o.resolver().resource(ctx, typ)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +133,7 @@ func newGet(o *options) *cobra.Command {
 				}
 				return o.getRaw(cmd.Context(), cmd.OutOrStdout(), g.raw)
 			}
-			targets, err := parseTargets(args)
+			targets, err := o.parseTargets(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

@@ -128,7 +128,7 @@ func newLabel(o *options) *cobra.Command {
 			if len(resArgs) == 0 {
 				return errors.New("one or more resources must be specified as <resource> <name> or <resource>/<name>")
 			}
-			targets, err := parseTargets(resArgs)
+			targets, err := o.parseTargets(cmd.Context(), resArgs)
 			if err != nil {
 				return err
 			}

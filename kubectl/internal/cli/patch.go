@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"minik8s.io/kubectl/internal/printer"
+	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 )
 
@@ -25,7 +26,7 @@ func newPatch(o *options) *cobra.Command {
 		Use:   "patch (TYPE NAME | TYPE/NAME) -p PATCH [--type strategic|merge|json]",
 		Short: "Update fields of a resource",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			targets, err := parseTargets(args)
+			targets, err := o.parseTargets(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -56,6 +57,11 @@ func newPatch(o *options) *cobra.Command {
 				return err
 			}
 			after, err := dyn.Patch(cmd.Context(), ns, t.names[0], pt, body, sub)
+			var ae *apierror.Error
+			if errors.Is(err, apierror.ErrUnsupportedMediaType) && errors.As(err, &ae) {
+				// As kubectl words it: a strategic merge patch of a custom resource, say.
+				return fmt.Errorf("%s is not supported by %s: %s", pt, t.res.GVK, ae.Status.Message)
+			}
 			if err != nil {
 				return err
 			}

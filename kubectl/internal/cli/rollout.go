@@ -54,8 +54,8 @@ func newRollout(o *options) *cobra.Command {
 
 // deploymentArg resolves the one deployment a rollout subcommand names ("deployment/web",
 // "deploy web").
-func (o *options) deploymentArg(args []string) (*client.Typed[*appsv1.Deployment, *appsv1.DeploymentList], string, string, error) {
-	targets, err := parseTargets(args)
+func (o *options) deploymentArg(ctx context.Context, args []string) (*client.Typed[*appsv1.Deployment, *appsv1.DeploymentList], string, string, error) {
+	targets, err := o.parseTargets(ctx, args)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -118,7 +118,7 @@ func newRolloutStatus(o *options) *cobra.Command {
 				}
 				return o.workloadStatusLoop(ctx, t, watchFlag)
 			}
-			ds, ns, name, err := o.deploymentArg(args)
+			ds, ns, name, err := o.deploymentArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -318,7 +318,7 @@ func newRolloutHistory(o *options) *cobra.Command {
 				}
 				return o.rolloutHistoryOf(cmd.Context(), t, revision)
 			}
-			ds, ns, name, err := o.deploymentArg(args)
+			ds, ns, name, err := o.deploymentArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -423,7 +423,7 @@ func newRolloutUndo(o *options) *cobra.Command {
 				}
 				return o.rolloutUndoOf(cmd.Context(), t, toRevision)
 			}
-			ds, ns, name, err := o.deploymentArg(args)
+			ds, ns, name, err := o.deploymentArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -477,7 +477,7 @@ func newRolloutPauseResume(o *options, pause bool) *cobra.Command {
 				// As upstream: only Deployments pause.
 				return fmt.Errorf("%s.apps %q %sing is not supported", t.kind.plural, t.name, strings.TrimSuffix(verb, "e"))
 			}
-			ds, ns, name, err := o.deploymentArg(args)
+			ds, ns, name, err := o.deploymentArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -509,7 +509,7 @@ func newRolloutRestart(o *options) *cobra.Command {
 				}
 				return o.rolloutRestartOf(cmd.Context(), t)
 			}
-			ds, ns, name, err := o.deploymentArg(args)
+			ds, ns, name, err := o.deploymentArg(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

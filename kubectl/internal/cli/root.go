@@ -42,6 +42,8 @@ type options struct {
 
 	cl        *client.Client
 	defaultNS string
+	// res resolves resource types and kinds, built-in or discovered (resolver).
+	res *resolver
 }
 
 // errReported means the command already printed its errors (kubectl goes on after a failed
@@ -96,7 +98,7 @@ func NewRoot(s Streams) *cobra.Command {
 	f.StringArrayVar(&o.asGroups, "as-group", nil, "Group to impersonate for the operation, this flag can be repeated to specify multiple groups.")
 	f.StringVar(&o.asUID, "as-uid", "", "UID to impersonate for the operation.")
 	root.AddCommand(
-		newApply(o), newCreate(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
+		newApply(o), newCreate(o), newReplace(o), newGet(o), newDescribe(o), newDelete(o), newPatch(o),
 		newLogs(o), newVersion(o), newAPIResources(o),
 		newCordon(o), newUncordon(o), newDrain(o), newLabel(o),
 		newExec(o), newAttach(o), newCp(o), newPortForward(o), newProxy(o), newDebug(o),
@@ -170,7 +172,22 @@ func (o *options) ns() string {
 	return metav1.NamespaceDefault
 }
 
-// lookup resolves what the user typed (pods, po, pod, deploy, deployment.apps, ...).
+// resolver resolves resource types and kinds through the scheme, then the server's discovery.
+func (o *options) resolver() *resolver {
+	if o.res == nil {
+		o.res = &resolver{discover: func(ctx context.Context) (*mapper.Mapper, error) {
+			cl, err := o.client()
+			if err != nil {
+				return nil, err
+			}
+			return o.discover(ctx, cl)
+		}}
+	}
+	return o.res
+}
+
+// lookup resolves a built-in resource type as typed (pods, po, pod, deploy, deployment.apps,
+// ...), for commands that only work on built-in kinds; others use resolver.
 func lookup(name string) (*scheme.Resource, error) {
 	r, err := scheme.Lookup(name)
 	if err != nil {

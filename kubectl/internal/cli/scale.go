@@ -24,7 +24,7 @@ func newScale(o *options) *cobra.Command {
 			if replicas < 0 {
 				return errors.New("the --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0")
 			}
-			targets, err := parseTargets(args)
+			targets, err := o.parseTargets(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ func newSetImage(o *options) *cobra.Command {
 			if len(pairs) == 0 {
 				return errors.New("at least one image update is required")
 			}
-			targets, err := parseTargets(objs)
+			targets, err := o.parseTargets(cmd.Context(), objs)
 			if err != nil {
 				return err
 			}

@@ -3,17 +3,18 @@ package describe
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	serverlessv1 "minik8s.io/shared/apis/serverless/v1"
 )
@@ -366,36 +367,107 @@ func (p *writer) node(n *corev1.Node) {
 }
 
 // generic prints metadata, then every other top-level field as indented YAML.
+// generic describes a kind without a describer of its own (a custom resource, say) as
+// kubectl's generic describer does: every field, nested by level, under a readable label.
 func (p *writer) generic(obj *unstructured.Unstructured) error {
 	p.line(0, "Name:\t%s", obj.GetName())
-	if obj.GetNamespace() != "" {
-		p.line(0, "Namespace:\t%s", obj.GetNamespace())
-	}
+	p.line(0, "Namespace:\t%s", obj.GetNamespace())
 	p.pairs(0, "Labels", obj.GetLabels(), "=")
 	p.pairs(0, "Annotations", withoutLastApplied(obj.GetAnnotations()), ": ")
-	p.line(0, "API Version:\t%s", obj.GetAPIVersion())
-	p.line(0, "Kind:\t%s", obj.GetKind())
-	keys := make([]string, 0, len(obj.Object))
-	for k := range obj.Object {
-		switch k {
-		case "apiVersion", "kind", "metadata":
-		default:
-			keys = append(keys, k)
-		}
+	p.content(0, obj.Object, "", ".metadata.managedFields", ".metadata.name", ".metadata.namespace", ".metadata.labels", ".metadata.annotations")
+	return nil
+}
+
+// content writes the fields of m in name order; path is m's place in the object, for the
+// fields to skip (".metadata.name").
+func (p *writer) content(level int, m map[string]any, path string, skip ...string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		data, err := yaml.Marshal(obj.Object[k])
-		if err != nil {
-			return fmt.Errorf("describe %s: %w", k, err)
+		at := path + "." + k
+		if slices.Contains(skip, at) {
+			continue
 		}
-		p.line(0, "%s:", strings.ToUpper(k[:1])+k[1:])
-		for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		switch v := m[k].(type) {
+		case map[string]any:
+			p.line(level, "%s:", fieldLabel(k))
+			p.content(level+1, v, at, skip...)
+		case []any:
+			p.line(level, "%s:", fieldLabel(k))
+			for _, item := range v {
+				if im, ok := item.(map[string]any); ok {
+					p.content(level+1, im, at, skip...)
+				} else {
+					p.line(level+1, "%v", item)
+				}
+			}
+		default:
 			// Tabs inside values would confuse the column alignment.
-			p.line(1, "%s", strings.ReplaceAll(l, "\t", " "))
+			p.line(level, "%s:\t%s", fieldLabel(k), strings.ReplaceAll(fmt.Sprint(v), "\t", " "))
 		}
 	}
-	return nil
+}
+
+// fieldLabel is a field name as kubectl's describe shows it: camel case split into capitalized
+// words, known acronyms in capitals ("creationTimestamp" is "Creation Timestamp", "apiVersion"
+// "API Version"). Names with characters other than letters and '-' stay as they are.
+func fieldLabel(field string) string {
+	if strings.IndexFunc(field, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) >= 0 {
+		return field
+	}
+	var words []string
+	for _, w := range camelWords(field) {
+		if up := strings.ToUpper(w); slices.Contains([]string{"API", "URL", "UID", "OSB", "GUID"}, up) {
+			words = append(words, up)
+			continue
+		}
+		r := []rune(w)
+		words = append(words, strings.ToUpper(string(r[:1]))+strings.ToLower(string(r[1:])))
+	}
+	return strings.Join(words, " ")
+}
+
+// camelWords splits at changes between lower case, upper case and other characters, an upper
+// case run giving its last letter to a lower case word after it ("HTTPServer": HTTP, Server;
+// "apiVersion": api, Version).
+func camelWords(s string) []string {
+	class := func(r rune) int {
+		switch {
+		case unicode.IsLower(r):
+			return 1
+		case unicode.IsUpper(r):
+			return 2
+		}
+		return 3
+	}
+	var runs [][]rune
+	last := 0
+	for _, r := range s {
+		c := class(r)
+		if c == last {
+			runs[len(runs)-1] = append(runs[len(runs)-1], r)
+		} else {
+			runs = append(runs, []rune{r})
+		}
+		last = c
+	}
+	for i := 0; i+1 < len(runs); i++ {
+		if len(runs[i]) > 0 && class(runs[i][0]) == 2 && class(runs[i+1][0]) == 1 {
+			n := len(runs[i]) - 1
+			runs[i+1] = append([]rune{runs[i][n]}, runs[i+1]...)
+			runs[i] = runs[i][:n]
+		}
+	}
+	var out []string
+	for _, r := range runs {
+		if len(r) > 0 {
+			out = append(out, string(r))
+		}
+	}
+	return out
 }
 
 func (p *writer) events(events []corev1.Event) {

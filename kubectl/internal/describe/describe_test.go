@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,7 +55,7 @@ apiVersion: coordination.k8s.io/v1
 kind: Lease
 metadata: {name: n1, namespace: kube-node-lease}
 spec: {holderIdentity: n1}
-`, want: []string{"Kind:         Lease\n", "Spec:\n  holderIdentity: n1\n", "Events:  <none>\n"}},
+`, want: []string{"Kind:         Lease\n", "Spec:\n  Holder Identity:  n1\nEvents:             <none>\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,5 +73,70 @@ spec: {holderIdentity: n1}
 				}
 			}
 		})
+	}
+}
+
+// A custom resource reads as the real kubectl's generic describer shows it.
+func TestDescribeGeneric(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: crd.e2e.minik8s.io/v1
+kind: Widget
+metadata:
+  name: w1
+  namespace: default
+  labels: {app: e2e}
+  annotations: {kubectl.kubernetes.io/last-applied-configuration: "{}"}
+  creationTimestamp: "2026-11-28T12:18:17Z"
+  generation: 1
+  resourceVersion: "11"
+  uid: 153ba695-9ff7-450a-ac77-aff7740aaddd
+  managedFields: [{manager: kubectl}]
+spec:
+  color: blue
+  replicas: 1
+  ports: [{name: http, containerPort: 80}, 8080]
+  x-y.z: q
+`), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := ObjectAt(&b, u, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want := `Name:         w1
+Namespace:    default
+Labels:       app=e2e
+Annotations:  <none>
+API Version:  crd.e2e.minik8s.io/v1
+Kind:         Widget
+Metadata:
+  Creation Timestamp:  2026-11-28T12:18:17Z
+  Generation:          1
+  Resource Version:    11
+  UID:                 153ba695-9ff7-450a-ac77-aff7740aaddd
+Spec:
+  Color:  blue
+  Ports:
+    Container Port:  80
+    Name:            http
+    8080
+  Replicas:  1
+  x-y.z:     q
+Events:      <none>
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestFieldLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"apiVersion": "API Version", "creationTimestamp": "Creation Timestamp", "uid": "UID", "podIP": "Pod Ip",
+		"HTTPServer": "Http Server", "replicas": "Replicas", "x-y": "X - Y", "port8080": "port8080", "selfLink": "Self Link",
+	} {
+		if got := fieldLabel(in); got != want {
+			t.Errorf("fieldLabel(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

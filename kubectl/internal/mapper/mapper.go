@@ -2,10 +2,15 @@ package mapper
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/shared/scheme"
 )
 
 // entry is one served resource as discovery lists it.
@@ -14,6 +19,7 @@ type entry struct {
 	singular   string
 	shortNames []string
 	namespaced bool
+	res        *scheme.Resource
 }
 
 func (e entry) named(name string) bool { return name == e.gvr.Resource || name == e.singular }
@@ -33,6 +39,12 @@ func New(lists []*metav1.APIResourceList) *Mapper {
 		if err != nil {
 			continue
 		}
+		subresources := map[string][]string{}
+		for _, r := range l.APIResources {
+			if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
+				subresources[parent] = append(subresources[parent], sub)
+			}
+		}
 		for _, r := range l.APIResources {
 			if strings.Contains(r.Name, "/") {
 				continue
@@ -41,10 +53,36 @@ func New(lists []*metav1.APIResourceList) *Mapper {
 			if singular == "" {
 				singular = strings.ToLower(r.Kind)
 			}
-			m.entries = append(m.entries, entry{gvr: gv.WithResource(r.Name), singular: singular, shortNames: r.ShortNames, namespaced: r.Namespaced})
+			m.entries = append(m.entries, entry{gvr: gv.WithResource(r.Name), singular: singular, shortNames: r.ShortNames, namespaced: r.Namespaced,
+				res: describe(gv, r, singular, subresources[r.Name])})
 		}
 	}
 	return m
+}
+
+// describe is a served resource as the client needs it, its objects unstructured: discovery
+// says all there is to know of a kind kubectl has no Go type for, such as a custom resource.
+func describe(gv schema.GroupVersion, r metav1.APIResource, singular string, subresources []string) *scheme.Resource {
+	gvk := gv.WithKind(r.Kind)
+	listGVK := gv.WithKind(r.Kind + "List")
+	return &scheme.Resource{
+		GVK: gvk, Plural: r.Name, Singular: singular, Namespaced: r.Namespaced,
+		ShortNames: r.ShortNames, Categories: r.Categories, Subresources: subresources,
+		DeleteCollection: slices.Contains(r.Verbs, "deletecollection"),
+		// What is not in kubectl's scheme is served from a CustomResourceDefinition here; the
+		// flag keeps strategic merge patches away from it.
+		Custom: true,
+		New: func() runtime.Object {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetGroupVersionKind(gvk)
+			return u
+		},
+		NewList: func() runtime.Object {
+			l := &unstructured.UnstructuredList{Object: map[string]any{}}
+			l.SetGroupVersionKind(listGVK)
+			return l
+		},
+	}
 }
 
 // NoMatchError says no served resource answers to what was asked; its message is kubectl's.
@@ -69,6 +107,43 @@ func (m *Mapper) ResourceFor(in schema.GroupVersionResource) (schema.GroupVersio
 		return e.gvr, nil
 	}
 	return schema.GroupVersionResource{}, &NoMatchError{Resource: in.Resource, Group: in.Group}
+}
+
+// Resource describes the resource gvr names exactly, as discovery lists it; ok is false when
+// discovery does not list it.
+func (m *Mapper) Resource(gvr schema.GroupVersionResource) (*scheme.Resource, bool) {
+	for _, e := range m.entries {
+		if e.gvr == gvr {
+			return e.res, true
+		}
+	}
+	return nil, false
+}
+
+// KindFor describes the resource that serves objects of gvk (a manifest's apiVersion and
+// kind); ok is false when discovery lists no such kind in that group version.
+func (m *Mapper) KindFor(gvk schema.GroupVersionKind) (*scheme.Resource, bool) {
+	for _, e := range m.entries {
+		if e.res.GVK == gvk {
+			return e.res, true
+		}
+	}
+	return nil, false
+}
+
+// Category lists the resources in a category ("all"), each once in its preferred version, in
+// discovery's order.
+func (m *Mapper) Category(name string) []*scheme.Resource {
+	var out []*scheme.Resource
+	seen := map[schema.GroupResource]bool{}
+	for _, e := range m.entries {
+		if !slices.Contains(e.res.Categories, name) || seen[e.gvr.GroupResource()] {
+			continue
+		}
+		seen[e.gvr.GroupResource()] = true
+		out = append(out, e.res)
+	}
+	return out
 }
 
 // Namespaced reports whether the resource gvr names exactly is namespaced; ok is false when

@@ -1,11 +1,14 @@
 package mapper
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik8s.io/shared/scheme"
 )
 
 // discovery is a server's resource lists in the order kubectl prefers them.
@@ -113,5 +116,83 @@ func TestNamespaced(t *testing.T) {
 				t.Errorf("Namespaced(%v) = %v, %v; want %v, %v", tt.gvr, namespaced, ok, tt.namespaced, tt.ok)
 			}
 		})
+	}
+}
+
+// A custom resource is described from discovery alone: its kind, scope, names, categories and
+// subresources, with unstructured objects.
+func TestDescribedResources(t *testing.T) {
+	lists := append(discovery(), &metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "widgets", SingularName: "widget", Namespaced: true, Kind: "Widget", ShortNames: []string{"wd"}, Categories: []string{"all"},
+			Verbs: metav1.Verbs{"get", "list", "deletecollection"}},
+		{Name: "widgets/scale", Namespaced: true, Kind: "Scale"},
+		{Name: "widgets/status", Namespaced: true, Kind: "Widget"},
+		{Name: "gadgets", SingularName: "gadget", Kind: "Gadget", Verbs: metav1.Verbs{"get"}},
+	}}, &metav1.APIResourceList{GroupVersion: "example.com/v1beta1", APIResources: []metav1.APIResource{
+		{Name: "widgets", SingularName: "widget", Namespaced: true, Kind: "Widget", Categories: []string{"all"}},
+	}})
+	m := New(lists)
+	type described struct {
+		GVK                      schema.GroupVersionKind
+		Plural, Singular         string
+		Namespaced, DeleteColl   bool
+		ShortNames, Subresources []string
+		NewKind, NewListKind     string
+	}
+	widget := described{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Plural: "widgets", Singular: "widget",
+		Namespaced: true, DeleteColl: true, ShortNames: []string{"wd"}, Subresources: []string{"scale", "status"}, NewKind: "Widget", NewListKind: "WidgetList"}
+	tests := []struct {
+		name string
+		get  func() (*scheme.Resource, bool)
+		want *described
+	}{
+		{"by resource", func() (*scheme.Resource, bool) {
+			return m.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"})
+		}, &widget},
+		{"by kind", func() (*scheme.Resource, bool) {
+			return m.KindFor(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+		}, &widget},
+		{"by kind in another version", func() (*scheme.Resource, bool) {
+			return m.KindFor(schema.GroupVersionKind{Group: "example.com", Version: "v1beta1", Kind: "Widget"})
+		}, &described{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1beta1", Kind: "Widget"}, Plural: "widgets", Singular: "widget",
+			Namespaced: true, NewKind: "Widget", NewListKind: "WidgetList"}},
+		{"cluster-scoped", func() (*scheme.Resource, bool) {
+			return m.KindFor(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"})
+		},
+			&described{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}, Plural: "gadgets", Singular: "gadget", NewKind: "Gadget", NewListKind: "GadgetList"}},
+		{"unknown kind", func() (*scheme.Resource, bool) {
+			return m.KindFor(schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Widget"})
+		}, nil},
+		{"subresource", func() (*scheme.Resource, bool) {
+			return m.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets/scale"})
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, ok := tt.get()
+			if ok != (tt.want != nil) {
+				t.Fatalf("found %v, want %v", ok, tt.want != nil)
+			}
+			if !ok {
+				return
+			}
+			if !res.Custom {
+				t.Error("a discovered resource is not marked Custom")
+			}
+			slices.Sort(res.Subresources)
+			got := described{GVK: res.GVK, Plural: res.Plural, Singular: res.Singular, Namespaced: res.Namespaced, DeleteColl: res.DeleteCollection,
+				ShortNames: res.ShortNames, Subresources: res.Subresources,
+				NewKind: res.New().GetObjectKind().GroupVersionKind().Kind, NewListKind: res.NewList().GetObjectKind().GroupVersionKind().Kind}
+			if diff := cmp.Diff(*tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	var all []string
+	for _, r := range m.Category("all") {
+		all = append(all, r.GVR().String())
+	}
+	if diff := cmp.Diff([]string{"example.com/v1, Resource=widgets"}, all); diff != "" {
+		t.Errorf("category all, each resource once in its preferred version (-want +got):\n%s", diff)
 	}
 }
