@@ -87,15 +87,19 @@ func TestValidateDefinitionCreate(t *testing.T) {
 			},
 		},
 		{
-			name:   "printer column path without a leading dot",
-			modify: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].AdditionalPrinterColumns[0].JSONPath = "spec.replicas" },
+			name: "printer column path without a leading dot",
+			modify: func(c *apiextensionsv1.CustomResourceDefinition) {
+				c.Spec.Versions[0].AdditionalPrinterColumns[0].JSONPath = "spec.replicas"
+			},
 			want: []fieldErr{
 				{field.ErrorTypeInvalid, "spec.versions[0].additionalPrinterColumns[0].JSONPath", "must be a simple json path starting with ."},
 			},
 		},
 		{
-			name:   "printer column type unknown",
-			modify: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].AdditionalPrinterColumns[0].Type = "int" },
+			name: "printer column type unknown",
+			modify: func(c *apiextensionsv1.CustomResourceDefinition) {
+				c.Spec.Versions[0].AdditionalPrinterColumns[0].Type = "int"
+			},
 			want: []fieldErr{
 				{field.ErrorTypeInvalid, "spec.versions[0].additionalPrinterColumns[0].type", "must be one of"},
 			},
@@ -108,15 +112,20 @@ func TestValidateDefinitionCreate(t *testing.T) {
 			},
 		},
 		{
-			name:   "group without a dot",
-			modify: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group = "example"; c.Name = "widgets.example" },
+			name: "group without a dot",
+			modify: func(c *apiextensionsv1.CustomResourceDefinition) {
+				c.Spec.Group = "example"
+				c.Name = "widgets.example"
+			},
 			want: []fieldErr{
 				{field.ErrorTypeInvalid, "spec.group", "should be a domain with at least one dot"},
 			},
 		},
 		{
-			name:   "scale spec replicas outside spec",
-			modify: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Subresources.Scale.SpecReplicasPath = ".status.replicas" },
+			name: "scale spec replicas outside spec",
+			modify: func(c *apiextensionsv1.CustomResourceDefinition) {
+				c.Spec.Versions[0].Subresources.Scale.SpecReplicasPath = ".status.replicas"
+			},
 			want: []fieldErr{
 				{field.ErrorTypeInvalid, "spec.versions[0].subresources.scale.specReplicasPath", "should be a json path under .spec"},
 			},
@@ -181,8 +190,11 @@ func TestValidateDefinitionUpdate(t *testing.T) {
 			},
 		},
 		{
-			name:   "group is immutable",
-			modify: func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group = "example.org"; c.Name = "widgets.example.org" },
+			name: "group is immutable",
+			modify: func(c *apiextensionsv1.CustomResourceDefinition) {
+				c.Spec.Group = "example.org"
+				c.Name = "widgets.example.org"
+			},
 			want: []fieldErr{
 				{field.ErrorTypeInvalid, "metadata.name", "field is immutable"},
 				{field.ErrorTypeInvalid, "spec.group", "field is immutable"},
