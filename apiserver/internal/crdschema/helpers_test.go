@@ -60,3 +60,8 @@ func errorStrings(errs field.ErrorList) []string {
 	sort.Strings(out)
 	return out
 }
+
+func jsonValue(t *testing.T, raw string) *apiextensionsv1.JSON {
+	t.Helper()
+	return &apiextensionsv1.JSON{Raw: []byte(raw)}
+}
