@@ -16,6 +16,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require k8s.io/apiextensions-apiserver v0.37.2 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -46,6 +47,22 @@ type Resource struct {
 	// are stored (and kept in caches and on the bus) as Storage's kind and converted at the
 	// API's edge (see Convert).
 	Storage *Resource
+	// Custom says the resource is served from a CustomResourceDefinition: its objects are
+	// unstructured, stored under <plural>.<group>, and it is not in Resources.
+	Custom bool
+	// StorageVersion is, for a custom resource, the version its objects are stored as; every
+	// served version reads and writes the same objects, only apiVersion differs (a CRD's None
+	// conversion).
+	StorageVersion string
+}
+
+// StoragePlural is the resource's name in storage keys and on the bus: the plural, and for a
+// custom resource its group too, so that a CRD cannot share a built-in kind's keys.
+func (r *Resource) StoragePlural() string {
+	if r.Custom {
+		return r.Plural + "." + r.GVK.Group
+	}
+	return r.Plural
 }
 
 // Stored is the resource whose kind objects of r are stored as: r itself, or its Storage.
@@ -63,7 +80,7 @@ func (r *Resource) GVR() schema.GroupVersionResource {
 
 // StrategicMerge reports whether strategic merge patches apply: they need the patch strategy
 // tags of the k8s.io/api types, which our own group does not carry (as with Kubernetes CRDs).
-func (r *Resource) StrategicMerge() bool { return r.GVK.Group != serverlessv1.GroupName }
+func (r *Resource) StrategicMerge() bool { return r.GVK.Group != serverlessv1.GroupName && !r.Custom }
 
 // HasSubresource reports whether name is served for this resource.
 func (r *Resource) HasSubresource(name string) bool {
@@ -145,6 +162,8 @@ var Resources = []*Resource{
 		DeleteCollection: true, New: func() runtime.Object { return &rbacv1.RoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
 	{GVK: rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), Plural: "clusterrolebindings", Singular: "clusterrolebinding",
 		DeleteCollection: true, New: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
+	{GVK: apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), Plural: "customresourcedefinitions", Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
+		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} }, NewList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Function"), Plural: "functions", Singular: "function", Namespaced: true, ShortNames: []string{"fn"},
 		Subresources: []string{"status", "invoke"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Function{} }, NewList: func() runtime.Object { return &serverlessv1.FunctionList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Workflow"), Plural: "workflows", Singular: "workflow", Namespaced: true, ShortNames: []string{"wf"},

@@ -50,7 +50,7 @@ spec:
         image: minik8s/echo:1.0
         env:
         - {name: VERSION, value: a}
-        - {name: SHUTDOWN_DELAY, value: 5s}
+        - {name: SHUTDOWN_DELAY, value: 8s}
         ports:
         - containerPort: 8080
         readinessProbe:
@@ -156,7 +156,7 @@ func TestRollouts(t *testing.T) {
 		// The client: one request at a time from r1 through the ClusterIP, each answer's pod
 		// name on a line (or FAIL), until the stop file appears.
 		stop := filepath.Join(dir, "stop-client")
-		script := fmt.Sprintf(`while [ ! -e %s ]; do b=$(curl -s -m 3 %s) && echo "$b" | grep -o '"hostname": *"[^"]*"' || echo FAIL; sleep 0.05; done`, stop, url)
+		script := fmt.Sprintf(`while [ ! -e %s ]; do b=$(curl -s -m 3 %s); rc=$?; echo "$b" | grep -o '"hostname": *"[^"]*"' || echo "FAIL curl-exit=$rc at $(date +%%T.%%N)"; sleep 0.05; done`, stop, url)
 		var (
 			wg   sync.WaitGroup
 			out  string
@@ -197,11 +197,11 @@ func TestRollouts(t *testing.T) {
 
 		// Answers name their pod, web-<pod-template-hash>-<suffix>: the client must have
 		// heard A, then B, then A again.
-		var failed int
+		var failures []string
 		var versions []string
 		for _, l := range lines {
-			if l == "FAIL" {
-				failed++
+			if strings.HasPrefix(l, "FAIL") {
+				failures = append(failures, l)
 				continue
 			}
 			pod := strings.Trim(l[strings.LastIndex(l, " ")+1:], `"`)
@@ -210,8 +210,9 @@ func TestRollouts(t *testing.T) {
 				versions = append(versions, v)
 			}
 		}
-		if failed > 0 || len(lines) < 50 {
-			t.Errorf("%d of %d requests failed during the rollouts (want none of at least 50)", failed, len(lines))
+		if len(failures) > 0 || len(lines) < 50 {
+			t.Errorf("%d of %d requests failed during the rollouts (want none of at least 50):\n%s", len(failures), len(lines), strings.Join(failures, "\n"))
+			t.Logf("the kubeproxy log of %s:\n%s", r1.name, tailFile(filepath.Join(r1.dir, "logs", "kubeproxy.log"), 60))
 		}
 		if len(versions) < 3 || versions[0] != versions[len(versions)-1] || !slices.ContainsFunc(versions, func(v string) bool { return v != versions[0] }) {
 			t.Errorf("versions answering in turn %v: want A, then B, then A again", versions)

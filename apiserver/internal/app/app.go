@@ -210,6 +210,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Custom resources are served from the first request on, also right after a restart.
+	if _, err := srv.Registry().LoadCustomResources(ctx); err != nil {
+		return fmt.Errorf("load custom resource definitions: %w", err)
+	}
 	log.Info("admin kubeconfig", "path", paths.AdminKubeconfig)
 	// Stopped in reverse order: HTTP first, then the background loops; etcd closes last.
 	g := &run.Group{ShutdownTimeout: cfg.ShutdownTimeout + 5*time.Second, Logger: log}

@@ -86,6 +86,9 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 			return Written{}, err
 		}
 	}
+	if res.Custom && r.custom.terminating(res.GVR()) {
+		return Written{}, apierror.New(apierror.ErrMethodNotAllowed, "create not allowed while custom resource definition is terminating")
+	}
 	st := r.strategy(res)
 	now := metav1.NewTime(r.now().Truncate(1e9))
 	m.SetUID(uuid.NewUUID())
@@ -163,6 +166,9 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 
 // afterWrite lets background work react to a committed change; created is set for creates.
 func (r *Registry) afterWrite(ctx context.Context, k Key, obj runtime.Object, created bool) {
+	if k.Resource.Custom {
+		return
+	}
 	switch k.Resource.Plural {
 	case "namespaces":
 		r.ns.changed(ctx, obj, created)
@@ -170,5 +176,7 @@ func (r *Registry) afterWrite(ctx context.Context, k Key, obj runtime.Object, cr
 		r.ns.serviceAccountChanged(k, obj)
 	case "resourcequotas", "limitranges":
 		r.policyChanged(k)
+	case "customresourcedefinitions":
+		r.definitionChanged(obj)
 	}
 }

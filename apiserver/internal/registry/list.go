@@ -116,7 +116,7 @@ func (r *Registry) List(ctx context.Context, k Key, opts ListOptions) (ListResul
 		rev = page.Revision
 		out.Revision = rev
 		for i, kv := range page.KVs {
-			obj, err := DecodeStored(res, kv.Value, kv.ModRevision)
+			obj, err := r.Decode(res, kv.Value, kv.ModRevision)
 			if err != nil {
 				return ListResult{}, err
 			}

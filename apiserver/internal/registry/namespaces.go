@@ -208,7 +208,7 @@ var background = metav1.DeletePropagationBackground
 // finalize deletes everything in a terminating namespace; once it is empty, the namespace goes.
 func (n *namespaces) finalize(ctx context.Context, ns *corev1.Namespace) error {
 	remaining := 0
-	for _, res := range scheme.Resources {
+	for _, res := range n.r.StoredResources() {
 		if !res.Namespaced {
 			continue
 		}

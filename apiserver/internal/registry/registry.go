@@ -62,6 +62,10 @@ type Registry struct {
 	quotaLocks quotaLocks
 	// emptyPolicies are the namespaces recently listed without quotas or limit ranges.
 	emptyPolicies emptyPolicies
+	// custom are the resources served from CustomResourceDefinitions.
+	custom *customResources
+	// cleanupWake asks for a pass over the definitions being deleted.
+	cleanupWake chan struct{}
 }
 
 // New builds a registry; it starts nothing.
@@ -77,6 +81,8 @@ func New(cfg Config) *Registry {
 	r.strategies = strategies(r.alloc)
 	r.admit = cfg.Admit
 	r.ns = newNamespaces(r)
+	r.custom = newCustomResources()
+	r.cleanupWake = make(chan struct{}, 1)
 	return r
 }
 
@@ -102,6 +108,11 @@ func (r *Registry) strategy(res *scheme.Resource) Strategy {
 	if st, ok := r.strategies[res]; ok {
 		return st
 	}
+	if res.Custom {
+		if st, ok := r.custom.strategy(res.GVR()); ok {
+			return st
+		}
+	}
 	return newUnregistered(res)
 }
 
@@ -109,7 +120,7 @@ func (r *Registry) strategy(res *scheme.Resource) Strategy {
 func storageKey(k Key) string {
 	var b strings.Builder
 	b.WriteString("/registry/")
-	b.WriteString(k.Resource.Plural)
+	b.WriteString(k.Resource.StoragePlural())
 	b.WriteByte('/')
 	if k.Resource.Namespaced && k.Namespace != "" {
 		b.WriteString(k.Namespace)
@@ -122,9 +133,9 @@ func storageKey(k Key) string {
 // storagePrefix is the key prefix of a collection: one namespace, or all of them.
 func storagePrefix(res *scheme.Resource, namespace string) string {
 	if res.Namespaced && namespace != "" {
-		return "/registry/" + res.Plural + "/" + namespace + "/"
+		return "/registry/" + res.StoragePlural() + "/" + namespace + "/"
 	}
-	return "/registry/" + res.Plural + "/"
+	return "/registry/" + res.StoragePlural() + "/"
 }
 
 func notFound(k Key) error {
@@ -170,13 +181,17 @@ func (r *Registry) Read(ctx context.Context, k Key) (runtime.Object, storage.KV,
 	if err != nil {
 		return nil, kv, err
 	}
-	obj, err := DecodeStored(k.Resource, kv.Value, kv.ModRevision)
+	obj, err := r.Decode(k.Resource, kv.Value, kv.ModRevision)
 	return obj, kv, err
 }
 
 // EncodeStored encodes an object for storage: JSON with type meta, without resourceVersion.
 func EncodeStored(obj runtime.Object, res *scheme.Resource) ([]byte, error) {
-	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
+	gvk := res.GVK
+	if res.StorageVersion != "" {
+		gvk.Version = res.StorageVersion
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	m, err := metaOf(obj)
 	if err != nil {
 		return nil, err
@@ -185,6 +200,7 @@ func EncodeStored(obj runtime.Object, res *scheme.Resource) ([]byte, error) {
 	m.SetResourceVersion("")
 	data, err := json.Marshal(obj)
 	m.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
 	return data, err
 }
 
@@ -220,8 +236,14 @@ func (r *Registry) Start(ctx context.Context) error {
 		defer close(done)
 		r.repairLoop(ctx)
 	}()
+	crdsDone := make(chan struct{})
+	go func() {
+		defer close(crdsDone)
+		r.runCustomResources(ctx)
+	}()
 	err := r.ns.run(ctx)
 	<-done
+	<-crdsDone
 	return err
 }
 

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -227,8 +229,19 @@ func structField(obj runtime.Object, name string) (reflect.Value, bool) {
 	return f, f.IsValid()
 }
 
-// copyField sets dst.<name> to src.<name>.
+// copyField sets dst.<name> to src.<name>; for unstructured objects, the field's JSON name.
 func copyField(dst, src runtime.Object, name string) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		key := jsonName(name)
+		if su, ok := src.(*unstructured.Unstructured); ok {
+			if v, found := su.Object[key]; found {
+				du.Object[key] = runtime.DeepCopyJSONValue(v)
+				return
+			}
+		}
+		delete(du.Object, key)
+		return
+	}
 	d, ok1 := structField(dst, name)
 	s, ok2 := structField(src, name)
 	if ok1 && ok2 {
@@ -246,8 +259,33 @@ func resetField(obj runtime.Object, name string) {
 // specFields are the parts of an object whose change is a new generation.
 var specFields = []string{"Spec", "Data", "BinaryData", "StringData", "Subsets", "Template"}
 
+// jsonName is the JSON name of a top-level field of the API types ("Status": "status").
+func jsonName(field string) string {
+	if field == "" {
+		return field
+	}
+	return strings.ToLower(field[:1]) + field[1:]
+}
+
 // specChanged reports whether the spec-like part of an object differs, which bumps generation.
+// For a custom object that is everything but metadata and status, as in Kubernetes.
 func specChanged(newObj, oldObj runtime.Object) bool {
+	if nu, ok := newObj.(*unstructured.Unstructured); ok {
+		ou, ok := oldObj.(*unstructured.Unstructured)
+		if !ok {
+			return true
+		}
+		strip := func(m map[string]any) map[string]any {
+			out := make(map[string]any, len(m))
+			for k, v := range m {
+				if k != "metadata" && k != "status" {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		return !equality.Semantic.DeepEqual(strip(nu.Object), strip(ou.Object))
+	}
 	for _, name := range specFields {
 		n, ok1 := structField(newObj, name)
 		o, ok2 := structField(oldObj, name)

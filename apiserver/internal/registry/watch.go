@@ -65,7 +65,7 @@ func (r *Registry) Watch(ctx context.Context, k Key, sel Selectors, rev int64) <
 
 // translate turns a storage change into the event a selector-filtered watcher sees.
 func (r *Registry) translate(k Key, sel Selectors, ev storage.Event) (watch.EventType, runtime.Object, error) {
-	obj, err := DecodeStored(k.Resource, ev.KV.Value, ev.Revision)
+	obj, err := r.Decode(k.Resource, ev.KV.Value, ev.Revision)
 	if err != nil {
 		return "", nil, err
 	}
@@ -78,7 +78,7 @@ func (r *Registry) translate(k Key, sel Selectors, ev storage.Event) (watch.Even
 	cur := r.Matches(k.Resource, sel, obj)
 	prev := false
 	if ev.PrevKV != nil && !ev.Created {
-		if p, err := DecodeStored(k.Resource, ev.PrevKV.Value, ev.PrevKV.ModRevision); err == nil {
+		if p, err := r.Decode(k.Resource, ev.PrevKV.Value, ev.PrevKV.ModRevision); err == nil {
 			prev = r.Matches(k.Resource, sel, p)
 		}
 	}

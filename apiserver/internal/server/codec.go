@@ -357,7 +357,7 @@ func (s *Server) respondWritten(c *gin.Context, out output, code int, res *schem
 // respondStored answers with a stored object: straight from its bytes when the client takes
 // plain JSON (and the bytes are in the expected shape), decoded and encoded otherwise.
 func (s *Server) respondStored(c *gin.Context, out output, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
-	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil && res.Storage == nil {
+	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil && res.Storage == nil && !res.Custom {
 		if data, ok := storage.WithResourceVersion(stored, rev); ok {
 			c.Data(code, jsonMediaType, s.pretty(c, out, data))
 			return
@@ -365,7 +365,7 @@ func (s *Server) respondStored(c *gin.Context, out output, code int, res *scheme
 	}
 	if obj == nil {
 		var err error
-		if obj, err = registry.DecodeStored(res.Stored(), stored, rev); err != nil {
+		if obj, err = s.reg.Decode(res.Stored(), stored, rev); err != nil {
 			writeError(c, err)
 			return
 		}

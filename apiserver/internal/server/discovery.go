@@ -40,7 +40,7 @@ func (s *Server) apiVersions(c *gin.Context) {
 func (s *Server) groups() []metav1.APIGroup {
 	var out []metav1.APIGroup
 	index := map[string]int{}
-	for _, gv := range scheme.GroupVersions() {
+	for _, gv := range groupVersions(s.reg.Served()) {
 		if gv.Group == "" {
 			continue
 		}
@@ -112,7 +112,7 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 		list.APIResources = metricsResources
 	}
 	list.APIResources = append(list.APIResources, reviewResources[gv]...)
-	for _, r := range scheme.Served() {
+	for _, r := range s.reg.Served() {
 		if r.GVK.GroupVersion() != gv {
 			continue
 		}
@@ -159,4 +159,19 @@ func (s *Server) resourceList(c *gin.Context, gv schema.GroupVersion) {
 	}
 	sort.SliceStable(list.APIResources, func(i, j int) bool { return list.APIResources[i].Name < list.APIResources[j].Name })
 	writeJSON(c, http.StatusOK, list)
+}
+
+// groupVersions lists the group versions of resources in order of first appearance: the
+// built-in ones in discovery order, then custom ones, each group's preferred version first.
+func groupVersions(resources []*scheme.Resource) []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range resources {
+		gv := r.GVK.GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	return out
 }

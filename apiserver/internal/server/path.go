@@ -24,11 +24,11 @@ type target struct {
 
 // parseResourcePath resolves the segments after /api/v1 or /apis/<group>/<version>.
 // It returns ok=false with an empty target for the group-version root itself.
-func parseResourcePath(gv schema.GroupVersion, segs []string) (target, error) {
+func parseResourcePath(reg *registry.Registry, gv schema.GroupVersion, segs []string) (target, error) {
 	notFound := apierror.New(apierror.ErrNotFound, "the server could not find the requested resource")
 	var t target
 	if len(segs) >= 3 && segs[0] == "namespaces" {
-		if r, ok := scheme.ByGVR(gv.WithResource(segs[2])); ok && r.Namespaced {
+		if r, ok := reg.Resolve(gv.WithResource(segs[2])); ok && r.Namespaced {
 			t.res, t.namespace = r, segs[1]
 			segs = segs[3:]
 			if len(segs) > 0 {
@@ -46,7 +46,7 @@ func parseResourcePath(gv schema.GroupVersion, segs []string) (target, error) {
 	if len(segs) == 0 || (len(segs) > 3 && segs[2] != "proxy") {
 		return target{}, notFound
 	}
-	r, ok := scheme.ByGVR(gv.WithResource(segs[0]))
+	r, ok := reg.Resolve(gv.WithResource(segs[0]))
 	if !ok {
 		return target{}, notFound
 	}

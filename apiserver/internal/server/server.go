@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -21,6 +22,7 @@ import (
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/informer"
 	"minik8s.io/shared/kubeletclient"
+	"minik8s.io/shared/scheme"
 )
 
 // Identity is who made a request, from the bearer token (or whom it impersonates).
@@ -252,13 +254,35 @@ func (s *Server) resourceRequest(c *gin.Context) {
 		s.resourceList(c, gv)
 		return
 	}
-	t, err := parseResourcePath(gv, strings.Split(path, "/"))
+	t, err := parseResourcePath(s.reg, gv, strings.Split(path, "/"))
 	if err != nil {
 		writeError(c, err)
 		return
 	}
 	c.Set(resourceKey, t.res.Plural)
+	if t.res.Custom {
+		s.warnDeprecated(c, t.res)
+	}
 	s.dispatch(c, t)
+}
+
+// warnDeprecated tells the client, as a Warning header, that the custom resource version it
+// uses is deprecated, in its definition's words or Kubernetes' default ones.
+func (s *Server) warnDeprecated(c *gin.Context, res *scheme.Resource) {
+	crd, ok := s.reg.Definition(res.GVR())
+	if !ok {
+		return
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != res.GVK.Version || !v.Deprecated {
+			continue
+		}
+		msg := fmt.Sprintf("%s %s is deprecated", res.GVK.GroupVersion(), res.GVK.Kind)
+		if v.DeprecationWarning != nil {
+			msg = *v.DeprecationWarning
+		}
+		c.Writer.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	}
 }
 
 const resourceKey = "minik8s.resource"

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -151,7 +152,7 @@ func (s *Server) evict(c *gin.Context, t target) {
 }
 
 // scaleOf renders the autoscaling/v1 Scale of a Deployment, ReplicaSet or StatefulSet.
-func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+func scaleOf(reg *registry.Registry, res *scheme.Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
 	var (
 		om       metav1.ObjectMeta
 		spec     int32
@@ -179,6 +180,8 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		if o.Spec.Replicas != nil {
 			spec = *o.Spec.Replicas
 		}
+	case *unstructured.Unstructured:
+		return customScale(reg, res, o)
 	default:
 		return nil, apierror.New(apierror.ErrNotFound, "scale is not served for %T", obj)
 	}
@@ -195,8 +198,25 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	}, nil
 }
 
-func setReplicas(obj runtime.Object, n int32) {
+// customScale is the Scale of a custom object, read through its definition's scale paths.
+func customScale(reg *registry.Registry, res *scheme.Resource, u *unstructured.Unstructured) (*autoscalingv1.Scale, error) {
+	spec, status, selector, err := reg.Scale(res, u)
+	if err != nil {
+		return nil, err
+	}
+	return &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+			ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp()},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: spec},
+		Status: autoscalingv1.ScaleStatus{Replicas: status, Selector: selector},
+	}, nil
+}
+
+func setReplicas(reg *registry.Registry, res *scheme.Resource, obj runtime.Object, n int32) error {
 	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return reg.SetScale(res, o, n)
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &n
 	case *appsv1.ReplicaSet:
@@ -206,6 +226,7 @@ func setReplicas(obj runtime.Object, n int32) {
 	case *corev1.ReplicationController:
 		o.Spec.Replicas = &n
 	}
+	return nil
 }
 
 // scaleResource describes the Scale kind for patching and negotiation.
@@ -227,7 +248,7 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 			writeError(c, err)
 			return
 		}
-		sc, err := scaleOf(obj)
+		sc, err := scaleOf(s.reg, t.res, obj)
 		if err != nil {
 			writeError(c, err)
 			return
@@ -266,7 +287,7 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 			return
 		}
 		w, err := s.reg.Update(ctx, main.key(), registry.UpdateOptions{DryRun: len(dry) > 0}, func(current runtime.Object, kv storage.KV) (runtime.Object, string, error) {
-			cur, err := scaleOf(current)
+			cur, err := scaleOf(s.reg, t.res, current)
 			if err != nil {
 				return nil, "", err
 			}
@@ -292,14 +313,16 @@ func (s *Server) scale(c *gin.Context, t target, verb *string) {
 			if want.ResourceVersion != "" && want.ResourceVersion != strconv.FormatInt(kv.ModRevision, 10) {
 				return nil, "", registry.ConflictModified(main.key())
 			}
-			setReplicas(current, want.Spec.Replicas)
+			if err := setReplicas(s.reg, t.res, current, want.Spec.Replicas); err != nil {
+				return nil, "", err
+			}
 			return current, "", nil
 		})
 		if err != nil {
 			writeError(c, err)
 			return
 		}
-		sc, err := scaleOf(w.Object)
+		sc, err := scaleOf(s.reg, t.res, w.Object)
 		if err != nil {
 			writeError(c, err)
 			return
