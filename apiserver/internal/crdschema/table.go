@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,12 @@ func (v *Version) Columns() []metav1.TableColumnDefinition {
 // column's value typed after the column (nil when missing or of another
 // type). Dates are ages such as "5m", as kube-apiserver sends them.
 func (v *Version) Cells(obj *unstructured.Unstructured) ([]any, error) {
+	return v.CellsAt(obj, time.Now())
+}
+
+// CellsAt is Cells with ages measured at now, so that every row of a table
+// shares one clock.
+func (v *Version) CellsAt(obj *unstructured.Unstructured, now time.Time) ([]any, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("no object")
 	}
@@ -77,12 +84,12 @@ func (v *Version) Cells(obj *unstructured.Unstructured) ([]any, error) {
 			buf.Reset()
 			continue
 		}
-		cells = append(cells, v.cell(typ, value))
+		cells = append(cells, cell(typ, value, now))
 	}
 	return cells, nil
 }
 
-func (v *Version) cell(typ string, value any) any {
+func cell(typ string, value any, now time.Time) any {
 	switch typ {
 	case "integer":
 		switch n := value.(type) {
@@ -119,7 +126,7 @@ func (v *Version) cell(typ string, value any) any {
 			if t.IsZero() {
 				return "<unknown>"
 			}
-			return duration.HumanDuration(v.now().Sub(t.Time))
+			return duration.HumanDuration(now.Sub(t.Time))
 		}
 	}
 	return nil

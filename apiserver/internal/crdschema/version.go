@@ -2,7 +2,6 @@ package crdschema
 
 import (
 	"fmt"
-	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -39,9 +38,6 @@ type Version struct {
 	columns    []metav1.TableColumnDefinition
 	cellPaths  []*jsonpath.JSONPath
 	selectable []selectableField
-
-	// now is the clock that date columns measure ages against.
-	now func() time.Time
 }
 
 type selectableField struct {
@@ -73,7 +69,6 @@ func NewVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (
 		kind:                  schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: kind},
 		namespaced:            crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		preserveUnknownFields: crd.Spec.PreserveUnknownFields,
-		now:                   time.Now,
 	}
 
 	var props *apiextensions.JSONSchemaProps

@@ -284,8 +284,7 @@ func TestCells(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := widgetVersion(t, tt.version)
-			v.now = func() time.Time { return now }
-			got, err := v.Cells(object(t, tt.obj))
+			got, err := v.CellsAt(object(t, tt.obj), now)
 			if err != nil {
 				t.Fatal(err)
 			}
