@@ -1,0 +1,221 @@
+package crdschema
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apiextensionsfeatures "k8s.io/apiextensions-apiserver/pkg/features"
+	"k8s.io/apimachinery/pkg/api/operation"
+	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+)
+
+// Validate checks obj against the version on create (old == nil) or update:
+// apiVersion and kind, ObjectMeta, the OpenAPI schema (with upstream's
+// ratcheting on update: errors already present in old are not reported),
+// embedded resources, list-type invariants, the scale replica paths and the
+// x-kubernetes-validations CEL rules. It follows kube-apiserver's
+// customresource strategy, so field paths and messages match.
+func (v *Version) Validate(obj, old *unstructured.Unstructured) field.ErrorList {
+	ctx := context.TODO()
+	if errs := v.validateTypeMeta(obj); len(errs) > 0 {
+		return errs
+	}
+
+	var errs field.ErrorList
+	var schemaOpts []apiservervalidation.ValidationOption
+	var celOpts []cel.Option
+	if old == nil {
+		errs = append(errs, v.validateObjectMeta(ctx, obj, nil)...)
+		errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj.Object, v.validator)...)
+	} else {
+		if ratcheting() {
+			co := common.NewCorrelatedObject(obj.Object, old.Object, &model.Structural{Structural: v.structural})
+			schemaOpts = append(schemaOpts, apiservervalidation.WithRatcheting(co))
+			celOpts = append(celOpts, cel.WithRatcheting(co))
+		}
+		errs = append(errs, v.validateObjectMeta(ctx, obj, old)...)
+		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, obj.Object, old.Object, v.validator, schemaOpts...)...)
+	}
+	errs = append(errs, v.validateScaleSpec(obj)...)
+	errs = append(errs, v.validateScaleStatus(obj)...)
+
+	// Embedded resources are checked the same way on create and update.
+	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj.Object, v.structural, false)...)
+
+	// A list-type violation already in old does not block an update.
+	if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0 {
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj.Object)...)
+	}
+
+	errs = append(errs, v.validateCEL(ctx, errs, obj, old, celOpts)...)
+	return errs
+}
+
+// ValidateStatus checks a write of the status subresource, as upstream's
+// status strategy does: apiVersion and kind, the ObjectMeta update, status
+// against the schema's status property (paths start at "status"), the status
+// replica paths of the scale subresource, list-type invariants and the CEL
+// rules of the whole object. The caller keeps only obj's status (and
+// old's everything else) before calling, as upstream's PrepareForUpdate does.
+func (v *Version) ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList {
+	ctx := context.TODO()
+	if errs := v.validateTypeMeta(obj); len(errs) > 0 {
+		return errs
+	}
+
+	var errs field.ErrorList
+	var schemaOpts []apiservervalidation.ValidationOption
+	var celOpts []cel.Option
+	var oldStatus any
+	if old != nil {
+		oldStatus = old.Object["status"]
+		if ratcheting() {
+			co := common.NewCorrelatedObject(obj.Object, old.Object, &model.Structural{Structural: v.structural})
+			if v.structural != nil {
+				schemaOpts = append(schemaOpts, apiservervalidation.WithRatcheting(co.Key("status")))
+			}
+			celOpts = append(celOpts, cel.WithRatcheting(co))
+		}
+	}
+	errs = append(errs, v.validateObjectMeta(ctx, obj, old)...)
+	if status, ok := obj.Object["status"]; ok {
+		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, oldStatus, v.statusValidator, schemaOpts...)...)
+	}
+	errs = append(errs, v.validateScaleStatus(obj)...)
+
+	if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj.Object); len(newErrs) > 0 {
+		if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0 {
+			errs = append(errs, newErrs...)
+		}
+	}
+
+	errs = append(errs, v.validateCEL(ctx, errs, obj, old, celOpts)...)
+	return errs
+}
+
+func ratcheting() bool {
+	return utilfeature.DefaultFeatureGate.Enabled(apiextensionsfeatures.CRDValidationRatcheting)
+}
+
+// validateCEL runs the x-kubernetes-validations rules unless errs already
+// hold an error that makes the object unfit for them (wrong types, missing
+// required fields, values over their limits), which upstream reports instead.
+func (v *Version) validateCEL(ctx context.Context, errs field.ErrorList, obj, old *unstructured.Unstructured, opts []cel.Option) field.ErrorList {
+	if v.cel == nil {
+		return nil
+	}
+	for _, err := range errs {
+		switch err.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
+		}
+	}
+	var oldObj any
+	if old != nil {
+		oldObj = old.Object
+	}
+	celErrs, _ := v.cel.Validate(ctx, nil, v.structural, obj.Object, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	return celErrs
+}
+
+func (v *Version) validateTypeMeta(obj *unstructured.Unstructured) field.ErrorList {
+	var errs field.ErrorList
+	if k := obj.GetKind(); k != v.kind.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), k, fmt.Sprintf("must be %v", v.kind.Kind)))
+	}
+	want := v.kind.Group + "/" + v.kind.Version
+	if av := obj.GetAPIVersion(); av != want {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), av, fmt.Sprintf("must be %v", want)))
+	}
+	return errs
+}
+
+// validateObjectMeta validates metadata on create (old == nil: the name must
+// be a DNS subdomain) or update (immutable fields).
+func (v *Version) validateObjectMeta(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+	meta, errs := objectMeta(obj)
+	if len(errs) > 0 {
+		return errs
+	}
+	enabled := utilfeature.DefaultFeatureGate.Enabled(features.DeclarativeValidationBeta)
+	if old == nil {
+		return metavalidation.ValidateObjectMetaDeclaratively(ctx, operation.Create, meta, nil, v.namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"), enabled)
+	}
+	oldMeta, errs := objectMeta(old)
+	if len(errs) > 0 {
+		return errs
+	}
+	return metavalidation.ValidateObjectMetaDeclaratively(ctx, operation.Update, meta, oldMeta, v.namespaced, nil, field.NewPath("metadata"), enabled)
+}
+
+func objectMeta(obj *unstructured.Unstructured) (*metav1.ObjectMeta, field.ErrorList) {
+	meta := &metav1.ObjectMeta{}
+	raw := obj.Object["metadata"]
+	if raw == nil {
+		return meta, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, fmt.Sprintf("expected map[string]interface{}, got %T", raw))}
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, meta); err != nil {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, err.Error())}
+	}
+	return meta, nil
+}
+
+func (v *Version) validateScaleSpec(obj *unstructured.Unstructured) field.ErrorList {
+	if v.scale == nil {
+		return nil
+	}
+	return validateReplicas(obj, v.scale.SpecReplicasPath)
+}
+
+func (v *Version) validateScaleStatus(obj *unstructured.Unstructured) field.ErrorList {
+	if v.scale == nil {
+		return nil
+	}
+	errs := validateReplicas(obj, v.scale.StatusReplicasPath)
+	if p := v.scale.LabelSelectorPath; p != nil {
+		sel, _, err := unstructured.NestedString(obj.Object, splitPath(*p)...)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(*p), sel, err.Error()))
+		}
+	}
+	return errs
+}
+
+// validateReplicas checks the integer at a scale replicas path; upstream
+// names the error after the path as written in the CRD.
+func validateReplicas(obj *unstructured.Unstructured, path string) field.ErrorList {
+	n, _, err := unstructured.NestedInt64(obj.Object, splitPath(path)...)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(field.NewPath(path), n, err.Error())}
+	case n < 0:
+		return field.ErrorList{field.Invalid(field.NewPath(path), n, "should be a non-negative integer")}
+	case n > math.MaxInt32:
+		return field.ErrorList{field.Invalid(field.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+	}
+	return nil
+}
+
+// splitPath turns a scale path such as ".spec.replicas" into its fields.
+func splitPath(p string) []string {
+	return strings.Split(strings.TrimPrefix(p, "."), ".")
+}

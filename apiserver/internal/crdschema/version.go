@@ -1,0 +1,186 @@
+package crdschema
+
+import (
+	"fmt"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// Version is what serving one version of a CRD needs. It is built once per
+// CRD change and is safe for concurrent use.
+type Version struct {
+	kind                  schema.GroupVersionKind
+	namespaced            bool
+	preserveUnknownFields bool
+
+	// structural is nil when the version has no schema.
+	structural      *structuralschema.Structural
+	validator       apiservervalidation.SchemaValidator
+	statusValidator apiservervalidation.SchemaValidator
+	// cel is nil when the schema has no x-kubernetes-validations.
+	cel *cel.Validator
+
+	hasStatus bool
+	scale     *apiextensions.CustomResourceSubresourceScale
+
+	columns    []metav1.TableColumnDefinition
+	cellPaths  []*jsonpath.JSONPath
+	selectable []selectableField
+}
+
+type selectableField struct {
+	name string
+	path *jsonpath.JSONPath
+}
+
+// NewVersion builds the Version named version of crd; an error when crd has
+// no such version or its schema cannot be served.
+func NewVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Version, error) {
+	var ver *apiextensionsv1.CustomResourceDefinitionVersion
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == version {
+			ver = &crd.Spec.Versions[i]
+			break
+		}
+	}
+	if ver == nil {
+		return nil, fmt.Errorf("version %s not found in CustomResourceDefinition %s", version, crd.Name)
+	}
+
+	// Upstream serves the accepted kind; fall back to the requested one for
+	// CRDs that no naming controller has looked at yet.
+	kind := crd.Status.AcceptedNames.Kind
+	if kind == "" {
+		kind = crd.Spec.Names.Kind
+	}
+	v := &Version{
+		kind:                  schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: kind},
+		namespaced:            crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		preserveUnknownFields: crd.Spec.PreserveUnknownFields,
+	}
+
+	var props *apiextensions.JSONSchemaProps
+	if ver.Schema != nil {
+		internal := &apiextensions.CustomResourceValidation{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(ver.Schema, internal, nil); err != nil {
+			return nil, fmt.Errorf("convert schema of %s/%s: %w", crd.Name, version, err)
+		}
+		props = internal.OpenAPIV3Schema
+	}
+	if props != nil {
+		s, err := structuralschema.NewStructural(props)
+		if err != nil && !crd.Spec.PreserveUnknownFields {
+			return nil, fmt.Errorf("schema of %s/%s is not structural: %w", crd.Name, version, err)
+		}
+		if err == nil {
+			// Defaults are shared with props; copy before PruneDefaults
+			// rewrites them.
+			s = s.DeepCopy()
+			if !crd.Spec.PreserveUnknownFields {
+				if err := structuraldefaulting.PruneDefaults(s); err != nil {
+					return nil, fmt.Errorf("prune defaults of %s/%s: %w", crd.Name, version, err)
+				}
+			}
+			v.structural = s
+			v.cel = cel.NewValidator(s, true, celconfig.PerCallLimit)
+		}
+	}
+	validator, _, err := apiservervalidation.NewSchemaValidator(props)
+	if err != nil {
+		return nil, fmt.Errorf("schema validator of %s/%s: %w", crd.Name, version, err)
+	}
+	v.validator = validator
+
+	if sub := ver.Subresources; sub != nil {
+		if sub.Status != nil {
+			v.hasStatus = true
+			// The status subresource validates status against its own
+			// schema, with paths rooted at "status".
+			if props != nil {
+				if st, ok := props.Properties["status"]; ok {
+					if v.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+						return nil, fmt.Errorf("status validator of %s/%s: %w", crd.Name, version, err)
+					}
+				}
+			}
+		}
+		if sub.Scale != nil {
+			v.scale = &apiextensions.CustomResourceSubresourceScale{}
+			if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(sub.Scale, v.scale, nil); err != nil {
+				return nil, fmt.Errorf("convert scale subresource of %s/%s: %w", crd.Name, version, err)
+			}
+		}
+	}
+
+	v.buildColumns(ver.AdditionalPrinterColumns)
+	v.buildSelectableFields(ver.SelectableFields)
+	return v, nil
+}
+
+// GroupVersionKind is the kind objects of this version must declare.
+func (v *Version) GroupVersionKind() schema.GroupVersionKind { return v.kind }
+
+// HasStatus reports whether the version has the status subresource.
+func (v *Version) HasStatus() bool { return v.hasStatus }
+
+// HasScale reports whether the version has the scale subresource.
+func (v *Version) HasScale() bool { return v.scale != nil }
+
+// Default applies the schema's defaults to obj in place. Upstream runs it on
+// every decode: on writes after pruning, and on reads of stored objects so
+// that defaults added to a schema later show up in old objects.
+func (v *Version) Default(obj map[string]any) {
+	if v.structural == nil {
+		return
+	}
+	structuraldefaulting.Default(obj, v.structural)
+}
+
+// Prune drops the fields of obj that the schema does not specify, except
+// under x-kubernetes-preserve-unknown-fields, and nulls that are neither
+// nullable nor defaulted. apiVersion and kind are kept; metadata at the root
+// and in embedded resources is reduced to the fields of ObjectMeta, dropping
+// malformed ones (as upstream does when it reads stored objects).
+func (v *Version) Prune(obj map[string]any) {
+	kind, foundKind := obj["kind"]
+	apiVersion, foundAPIVersion := obj["apiVersion"]
+	meta, foundMeta, _, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{DropMalformedFields: true})
+	if err != nil {
+		// metadata is not an object; leave it for Validate to report.
+		foundMeta = false
+	}
+
+	if !v.preserveUnknownFields {
+		structuralpruning.Prune(obj, v.structural, true)
+		if v.structural != nil {
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+		}
+	}
+	// Embedded resources: type-check TypeMeta and reduce their metadata.
+	_ = schemaobjectmeta.Coerce(nil, obj, v.structural, false, true)
+
+	if foundKind {
+		obj["kind"] = kind
+	}
+	if foundAPIVersion {
+		obj["apiVersion"] = apiVersion
+	}
+	if foundMeta {
+		if err := schemaobjectmeta.SetObjectMeta(obj, meta); err == nil && meta.CreationTimestamp.IsZero() {
+			// ObjectMeta encodes a zero time as null; the registry sets it.
+			unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
+		}
+	}
+}
