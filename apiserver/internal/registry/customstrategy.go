@@ -79,7 +79,14 @@ func (s *customStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList
 	if !ok1 || !ok2 {
 		return field.ErrorList{field.InternalError(nil, errNotCustom)}
 	}
-	return s.v.Validate(u, o)
+	// As for built-in kinds, an update without a resourceVersion is the server's to allow.
+	var errs field.ErrorList
+	for _, e := range s.v.Validate(u, o) {
+		if e.Field != "metadata.resourceVersion" {
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }
 
 func (s *customStrategy) ValidateVersion(*scheme.Resource, runtime.Object, runtime.Object) field.ErrorList {
@@ -106,12 +113,12 @@ func (s *customStrategy) Fields(obj runtime.Object) fields.Set {
 
 // printer lays out tables from the definition's additionalPrinterColumns.
 func (s *customStrategy) printer() tables.Printer {
-	return tables.Printer{Columns: s.v.Columns(), Row: func(obj runtime.Object, _ time.Time) (metav1.TableRow, error) {
+	return tables.Printer{Columns: s.v.Columns(), Row: func(obj runtime.Object, now time.Time) (metav1.TableRow, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return metav1.TableRow{}, errNotCustom
 		}
-		cells, err := s.v.Cells(u)
+		cells, err := s.v.CellsAt(u, now)
 		if err != nil {
 			return metav1.TableRow{}, err
 		}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"testing"
 
 	fuzz "github.com/google/gofuzz"
@@ -73,6 +74,26 @@ func FuzzTypedValidate(f *testing.F) {
 				if c.RandBool() {
 					r.Not = &serverlessv1.ChoiceRule{}
 					leaf(r.Not)
+				}
+			},
+			// A CRD's schema nests itself: fuzz leaves, and one level of properties.
+			func(p *apiextensionsv1.JSONSchemaProps, c fuzz.Continue) {
+				leaf := func(p *apiextensionsv1.JSONSchemaProps) {
+					c.Fuzz(&p.Type)
+					c.Fuzz(&p.Format)
+					c.Fuzz(&p.Pattern)
+					c.Fuzz(&p.Required)
+					c.Fuzz(&p.Nullable)
+					c.Fuzz(&p.XPreserveUnknownFields)
+				}
+				leaf(p)
+				for range c.Intn(3) {
+					var sub apiextensionsv1.JSONSchemaProps
+					leaf(&sub)
+					if p.Properties == nil {
+						p.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+					}
+					p.Properties[c.RandString()] = sub
 				}
 			},
 			func(e *runtime.RawExtension, c fuzz.Continue) {

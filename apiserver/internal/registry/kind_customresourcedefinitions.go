@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik8s.io/apiserver/internal/crdschema"
-	"minik8s.io/apiserver/internal/tables"
 	"minik8s.io/apiserver/internal/validation"
 	"minik8s.io/shared/apierror"
 )
@@ -33,7 +32,6 @@ var _ = register(Kind[*apiextensionsv1.CustomResourceDefinition]{
 			return specErrors(crdschema.ValidateDefinition(crd, old))
 		},
 	},
-	Table:        tables.CustomResourceDefinition,
 	MarkDeleting: markDefinitionDeleting,
 })
 

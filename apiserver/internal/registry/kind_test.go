@@ -61,7 +61,7 @@ func TestKindWithoutDefaults(t *testing.T) {
 // Kubernetes' printer of LimitRanges prints those same columns.
 func TestEveryServedResource(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	defaultColumns := map[string]bool{"Role": true, "ClusterRole": true, "LimitRange": true}
+	defaultColumns := map[string]bool{"Role": true, "ClusterRole": true, "LimitRange": true, "CustomResourceDefinition": true}
 	for _, r := range scheme.Resources {
 		t.Run(r.Plural, func(t *testing.T) {
 			for _, o := range []runtime.Object{r.New(), r.NewList()} {
