@@ -247,10 +247,15 @@ func ComputeStatus(app *demov1.EchoApp, d *appsv1.Deployment, now metav1.Time) d
 		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonProgressing
 		cond.Message = "the Deployment has not caught up with the latest spec"
-	case d.Status.ReadyReplicas < want || d.Status.Replicas != want:
+	case d.Status.ReadyReplicas < want:
 		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotReady
 		cond.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
+	case d.Status.Replicas != want:
+		// Scaling down: the surplus pods are still there.
+		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNotReady
+		cond.Message = fmt.Sprintf("%d pods for %d replicas", d.Status.Replicas, want)
 	default:
 		st.Replicas, st.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonReady
