@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -50,12 +51,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !app.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	d, err := r.syncDeployment(ctx, &app)
-	if err != nil {
+	// Both children are synced whatever happens to the other, so one's trouble does not
+	// hold back the other.
+	d, derr := r.syncDeployment(ctx, &app)
+	serr := r.syncService(ctx, &app)
+	if err := errors.Join(withoutCacheBehind(derr), withoutCacheBehind(serr)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.syncService(ctx, &app); err != nil {
-		return ctrl.Result{}, err
+	if derr != nil || serr != nil {
+		// Created earlier but not in the cache yet: its add event reconciles again.
+		logger.V(1).Info("waiting for the cache", "err", errors.Join(derr, serr))
+		return ctrl.Result{}, nil
 	}
 	st := ComputeStatus(&app, d, r.now())
 	if apiequality.Semantic.DeepEqual(st, app.Status) {
@@ -78,6 +84,10 @@ func (r *Reconciler) now() metav1.Time {
 	return metav1.Now()
 }
 
+// errCacheBehind says a child the cache does not have exists on the server: one this
+// reconciler created moments ago. Creating it again would fail the same way.
+var errCacheBehind = errors.New("the cache has not seen it yet")
+
 // syncDeployment creates app's Deployment or corrects the fields it owns, and returns it as
 // stored.
 func (r *Reconciler) syncDeployment(ctx context.Context, app *demov1.EchoApp) (*appsv1.Deployment, error) {
@@ -87,7 +97,7 @@ func (r *Reconciler) syncDeployment(ctx context.Context, app *demov1.EchoApp) (*
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Client.Create(ctx, want); err != nil {
-			return nil, fmt.Errorf("create deployment %s/%s: %w", app.Namespace, app.Name, err)
+			return nil, createError("deployment", app, err)
 		}
 		r.event(app, corev1.EventTypeNormal, "Created", "Create", "created Deployment %s", want.Name)
 		return want, nil
@@ -108,6 +118,21 @@ func (r *Reconciler) syncDeployment(ctx context.Context, app *demov1.EchoApp) (*
 	return &have, nil
 }
 
+func createError(kind string, app *demov1.EchoApp, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s %s/%s: %w", kind, app.Namespace, app.Name, errCacheBehind)
+	}
+	return fmt.Errorf("create %s %s/%s: %w", kind, app.Namespace, app.Name, err)
+}
+
+// withoutCacheBehind is err unless it only says the cache is behind.
+func withoutCacheBehind(err error) error {
+	if errors.Is(err, errCacheBehind) {
+		return nil
+	}
+	return err
+}
+
 // syncService is syncDeployment for the Service.
 func (r *Reconciler) syncService(ctx context.Context, app *demov1.EchoApp) error {
 	want := DesiredService(app)
@@ -116,7 +141,7 @@ func (r *Reconciler) syncService(ctx context.Context, app *demov1.EchoApp) error
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Client.Create(ctx, want); err != nil {
-			return fmt.Errorf("create service %s/%s: %w", app.Namespace, app.Name, err)
+			return createError("service", app, err)
 		}
 		r.event(app, corev1.EventTypeNormal, "Created", "Create", "created Service %s", want.Name)
 		return nil
