@@ -2,9 +2,12 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,22 +30,39 @@ var forbidden = regexp.MustCompile(`(?i)\b` + ForbiddenWord + `\b`)
 
 // Setup registers both webhooks on mgr's webhook server.
 func Setup(mgr ctrl.Manager) error {
+	mgr.GetWebhookServer().Register(MutatePath, &admission.Webhook{Handler: Mutator{}})
 	return ctrl.NewWebhookManagedBy(mgr, &demov1.EchoApp{}).
-		WithDefaulter(Defaulter{}).
 		WithValidator(Validator{}).
 		Complete()
 }
 
-// Defaulter sets what the schema cannot default because it is a policy of the operator's:
-// the tier.
-type Defaulter struct{}
+// Mutator sets what the schema cannot default because it is a policy of the operator's:
+// the tier. It reads the object as plain JSON, not as the Go type: mutating webhooks run
+// before the apiserver checks the schema, and an object the Go type cannot hold (replicas:
+// "two") must reach that check and its 422 naming the field, not fail here to decode.
+type Mutator struct{}
 
-// Default gives app the free tier when it has none.
-func (Defaulter) Default(_ context.Context, app *demov1.EchoApp) error {
-	if app.Spec.Tier == "" {
-		app.Spec.Tier = demov1.TierFree
+// Handle answers with a JSONPatch adding spec.tier: free when the tier is absent or empty.
+func (Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
 	}
-	return nil
+	var obj struct {
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil || obj.Spec == nil {
+		// No spec object: the schema refuses it.
+		return admission.Allowed("")
+	}
+	if tier, ok := obj.Spec["tier"]; ok {
+		var s string
+		if json.Unmarshal(tier, &s) != nil || s != "" {
+			// Set, or not a string for the schema to refuse.
+			return admission.Allowed("")
+		}
+	}
+	// "add" replaces a member that is there (an empty tier) and adds one that is not.
+	return admission.Patched("", jsonpatch.NewOperation("add", "/spec/tier", demov1.TierFree))
 }
 
 // Validator refuses what the schema cannot express.

@@ -39,20 +39,23 @@ const objFmt = `{"apiVersion":"demo.minik8s.io/v1","kind":"EchoApp","metadata":{
 // TestMutatingWebhook sends admission requests through controller-runtime's handler, so what
 // is checked is the JSONPatch the apiserver gets: only the tier is added, nothing else moves.
 func TestMutatingWebhook(t *testing.T) {
-	wh := admission.WithDefaulter(scheme(t), Defaulter{})
+	wh := &admission.Webhook{Handler: Mutator{}}
+	addFree := []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/tier", Value: "free"}}
 	for _, tc := range []struct {
 		name  string
 		op    admissionv1.Operation
 		spec  string
 		patch []jsonpatch.JsonPatchOperation
 	}{
-		{"no tier gets free", admissionv1.Create, `"replicas":1,"message":"hi"`,
-			[]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/tier", Value: "free"}}},
-		{"update without tier gets free", admissionv1.Update, `"replicas":2,"message":"hi"`,
-			[]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/tier", Value: "free"}}},
+		{"no tier gets free", admissionv1.Create, `"replicas":1,"message":"hi"`, addFree},
+		{"update without tier gets free", admissionv1.Update, `"replicas":2,"message":"hi"`, addFree},
+		{"empty tier gets free", admissionv1.Create, `"message":"hi","tier":""`, addFree},
+		{"null tier gets free", admissionv1.Create, `"message":"hi","tier":null`, addFree},
+		{"a wrong type elsewhere is left to the schema", admissionv1.Create, `"replicas":"two","message":"hi"`, addFree},
 		{"pro stays", admissionv1.Create, `"replicas":1,"message":"hi","tier":"pro"`, nil},
 		{"free stays", admissionv1.Create, `"message":"hi","tier":"free"`, nil},
-		{"a field the operator does not know is not removed", admissionv1.Create, `"message":"hi","tier":"pro","extra":1`, nil},
+		{"a tier the schema refuses stays for it to refuse", admissionv1.Create, `"message":"hi","tier":"gold"`, nil},
+		{"a tier of the wrong type stays for the schema", admissionv1.Create, `"message":"hi","tier":3`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := wh.Handle(t.Context(), request(tc.op, strings.Replace(objFmt, "%s", tc.spec, 1)))
@@ -61,6 +64,20 @@ func TestMutatingWebhook(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.patch, resp.Patches); diff != "" {
 				t.Errorf("patch (-want +got):\n%s", diff)
+			}
+			if tc.patch != nil && (resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch) {
+				t.Errorf("patch type %v, want JSONPatch", resp.PatchType)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, obj string }{
+		{"no spec", `{"apiVersion":"demo.minik8s.io/v1","kind":"EchoApp","metadata":{"name":"web"}}`},
+		{"spec not an object", `{"apiVersion":"demo.minik8s.io/v1","kind":"EchoApp","metadata":{"name":"web"},"spec":"x"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := wh.Handle(t.Context(), request(admissionv1.Create, tc.obj))
+			if !resp.Allowed || len(resp.Patches) != 0 {
+				t.Errorf("response %+v, want allowed without a patch (the schema refuses it)", resp.AdmissionResponse)
 			}
 		})
 	}
