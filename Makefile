@@ -7,13 +7,16 @@ export MINIK8S_HOME ?= $(HOME)/.minik8s
 # Every module in go.work, as ./<dir>/... patterns: a module added to go.work joins every target.
 MODULES := $(patsubst $(CURDIR)/%,./%,$(shell go list -m -f '{{.Dir}}' 2>/dev/null))
 PKGS    := $(addsuffix /...,$(MODULES))
+# Modules outside go.work that build alone (GOWORK=off) with their own dependency versions:
+# the example operator (controller-runtime).
+STANDALONE := test/operator
 TEST_TIMEOUT ?= 30m
 TEST_FLAGS ?=
 COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; \
                    elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
 COMPONENT_DOCKERFILES := $(wildcard build/Dockerfile.*)
 
-.PHONY: help up down reset cluster cluster-down build test test-unit test-compose bench bench-rules images component-images fmt vet lint clean
+.PHONY: help up down reset cluster cluster-down build test test-unit test-standalone test-compose bench bench-rules images component-images fmt vet lint clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -38,7 +41,7 @@ cluster-down: ## remove make cluster's nodes, control plane processes, bridge, r
 build: ## build the binaries into bin/
 	scripts/up.sh build
 
-test: test-compose ## all tests of all modules (integration tests need make up first)
+test: test-compose test-standalone ## all tests of all modules (integration tests need make up first)
 	@log=$$(mktemp /tmp/minik8s-token-refresh.XXXXXX); \
 	echo "in the background: in-cluster clients' 600 s ServiceAccount tokens refreshed (about ten minutes; output at the end)"; \
 	MINIK8S_E2E_TOKEN_REFRESH=1 go test -count=1 -timeout 20m -run '^TestInClusterTokenRefresh' ./test/e2e/ >$$log 2>&1 & refresh=$$!; \
@@ -50,8 +53,12 @@ test: test-compose ## all tests of all modules (integration tests need make up f
 	@echo "restarting RabbitMQ under a running apiserver (alone: it cuts every broker connection)"
 	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart' ./test/e2e/
 
-test-unit: ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
+test-unit: test-standalone ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
 	go test -short -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
+
+test-standalone: ## tests of the modules outside go.work (the example operator)
+	@for m in $(STANDALONE); do echo "(cd $$m && GOWORK=off go test ./...)"; \
+	  (cd $$m && GOWORK=off go test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...) || exit 1; done
 
 test-compose: ## check docker-compose.yml
 	@test -n "$(COMPOSE)" || { echo "neither 'docker compose' nor docker-compose is installed" >&2; exit 1; }
@@ -64,7 +71,7 @@ bench-rules: ## kubeproxy's rule benchmarks: the real iptables-restore in a scra
 	@test "$$(id -u)" = 0 || { echo "bench-rules: needs root (iptables-restore in a scratch network namespace)" >&2; exit 1; }
 	go test -run '^$$' -bench . -benchtime 3x ./kubeproxy/internal/rules/ ./kubeproxy/internal/proxier/
 
-images: ## workload images built locally, no registry: pause, echo, load, fileserver, incluster, busybox, debian (debootstrap), nginx, python-runtime
+images: ## workload images built locally, no registry: pause, echo, load, fileserver, incluster, echo-operator, busybox, debian (debootstrap), nginx, python-runtime
 	scripts/images.sh
 
 component-images: ## component images from build/Dockerfile.<component> (needs a registry for base images)
@@ -77,6 +84,7 @@ fmt: ## gofmt all Go files
 
 vet: ## go vet all modules
 	go vet $(PKGS)
+	@for m in $(STANDALONE); do (cd $$m && GOWORK=off go vet ./...) || exit 1; done
 
 lint: vet ## go vet and a gofmt check
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make images: build the images minik8s runs, locally, with nothing pulled (the build machines
-# have no registry). Go workloads from workloads/cmd/<name> become static binaries on FROM
-# scratch; busybox comes from Debian's busybox-static package; debian is a Debian base made with
+# have no registry). Go workloads from workloads/cmd/<name>, and the example operator from
+# test/operator/cmd/echo-operator (a module of its own), become static binaries on FROM scratch; busybox comes from Debian's busybox-static package; debian is a Debian base made with
 # debootstrap from this machine's apt sources (read when it runs) and docker import; nginx is
 # Debian's nginx installed on that base (the Ingress controller's pods); python-runtime is
 # Debian's python3 with common python3-* packages and the function runtime on that base (the
@@ -21,7 +21,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VERSION=1.0
-IMAGES=(pause echo load fileserver incluster busybox debian nginx python-runtime)
+IMAGES=(pause echo load fileserver incluster echo-operator busybox debian nginx python-runtime)
 INPUTS_LABEL=io.minik8s.build.inputs
 
 usage() { die "usage: $0 [--if-missing] [--list] [$(IFS='|'; echo "${IMAGES[*]}")...]"; }
@@ -98,14 +98,16 @@ docker_build() {
   log "image $ref built (${id:7:12})"
 }
 
+# build_go NAME [MODULE] builds MODULE/cmd/NAME (MODULE defaults to workloads) into the image
+# minik8s/NAME.
 build_go() {
-  local name=$1 ctx=$WORK/$1
+  local name=$1 module=${2:-workloads} ctx=$WORK/$1
   command -v go >/dev/null || die "go is not on PATH"
   mkdir -p "$ctx"
-  # GOWORK=off: the workloads module builds alone, whatever the rest of the workspace is doing.
+  # GOWORK=off: the module builds alone, whatever the rest of the workspace is doing.
   # -buildvcs=false keeps the commit out of the binary, so the same source gives the same bytes.
-  (cd "$ROOT/workloads" && GOWORK=off CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-    -ldflags='-s -w' -o "$ctx/$name" "./cmd/$name") || die "go build workloads/cmd/$name failed"
+  (cd "$ROOT/$module" && GOWORK=off CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+    -ldflags='-s -w' -o "$ctx/$name" "./cmd/$name") || die "go build $module/cmd/$name failed"
   cp "$ROOT/images/$name/Dockerfile" "$ctx/Dockerfile"
   docker_build "$name" "$ctx" "$(hash_inputs "$ctx/$name" "$ctx/Dockerfile")"
 }
@@ -262,6 +264,7 @@ for n in "${todo[@]}"; do
     debian) build_debian ;;
     nginx) build_nginx ;;
     python-runtime) build_python_runtime ;;
+    echo-operator) build_go echo-operator test/operator ;;
     *) build_go "$n" ;;
   esac
 done
