@@ -174,6 +174,28 @@ func TestBindingsRouteTable(t *testing.T) {
 	}
 }
 
+func TestDeliveryResource(t *testing.T) {
+	tests := []struct {
+		name    string
+		key     string
+		headers map[string]string
+		want    string
+	}{
+		{"header", "pods.node.n1.added", map[string]string{bus.HeaderResource: "pods"}, "pods"},
+		{"custom header", "echoapps_demo_minik8s_io.deleted", map[string]string{bus.HeaderResource: "echoapps.demo.minik8s.io"}, "echoapps.demo.minik8s.io"},
+		{"key only", "deployments.modified", nil, "deployments"},
+		{"custom key only", "echoapps_demo_minik8s_io.deleted", nil, "echoapps.demo.minik8s.io"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := bus.Delivery{Message: bus.Message{RoutingKey: tt.key, Headers: tt.headers}}
+			if got := d.Resource(); got != tt.want {
+				t.Errorf("Resource() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestBackoffDelay(t *testing.T) {
 	b := bus.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 	tests := []struct {
