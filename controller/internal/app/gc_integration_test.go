@@ -161,6 +161,16 @@ func TestGarbageCollector(t *testing.T) {
 			t.Fatalf("dependent of a live owner: %v %v", err, got)
 		}
 	})
+	t.Run("an owner of a custom group version not served", func(t *testing.T) {
+		// Discovery answers 404 for the group version (its CustomResourceDefinition is gone,
+		// or never was): the owner is gone with it.
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom-dep",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "demo.minik8s.io/v1", Kind: "EchoApp", Name: "app", UID: "00000000-0000-0000-0000-0000000000e1"}}}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cmGone("custom-dep")
+	})
 }
 
 func mustGetCM(t *testing.T, cms *client.Typed[*corev1.ConfigMap, *corev1.ConfigMapList], name string) *corev1.ConfigMap {
