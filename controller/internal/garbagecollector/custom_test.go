@@ -29,11 +29,39 @@ import (
 const demoGV = "demo.minik8s.io/v1"
 
 // fakeDiscovery answers ServerResources from answers by group version: a list, or an error
-// (an apierror NotFound for a group version not served). It counts the calls.
+// (an apierror NotFound for a group version not served), and ServerGroups with the group
+// versions answered with a list (or groupsErr). It counts the ServerResources calls.
 type fakeDiscovery struct {
-	mu      sync.Mutex
-	answers map[string]any
-	calls   int
+	mu        sync.Mutex
+	answers   map[string]any
+	groupsErr error
+	calls     int
+}
+
+func (f *fakeDiscovery) ServerGroups(context.Context) (*metav1.APIGroupList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.groupsErr != nil {
+		return nil, f.groupsErr
+	}
+	byName := map[string]*metav1.APIGroup{}
+	list := &metav1.APIGroupList{}
+	for gvs, a := range f.answers {
+		if _, ok := a.(*metav1.APIResourceList); !ok {
+			continue
+		}
+		gv, _ := schema.ParseGroupVersion(gvs)
+		g := byName[gv.Group]
+		if g == nil {
+			list.Groups = append(list.Groups, metav1.APIGroup{Name: gv.Group})
+			g = &list.Groups[len(list.Groups)-1]
+			byName[gv.Group] = g
+		}
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gvs, Version: gv.Version}
+		g.Versions = append(g.Versions, v)
+		g.PreferredVersion = v
+	}
+	return list, nil
 }
 
 func (f *fakeDiscovery) ServerResources(_ context.Context, gv string) (*metav1.APIResourceList, error) {
@@ -118,6 +146,9 @@ func TestOwnerStateOfCustomKinds(t *testing.T) {
 	cases := []struct {
 		name      string
 		discovery any // the answer for demo.minik8s.io/v1
+		// v2 is the answer for demo.minik8s.io/v2 (none: not served); groupsErr ServerGroups'.
+		v2        any
+		groupsErr error
 		owners    []*metav1.PartialObjectMetadata
 		dependent *scheme.Resource
 		ref       metav1.OwnerReference
@@ -144,6 +175,18 @@ func TestOwnerStateOfCustomKinds(t *testing.T) {
 			dependent: clusterRoles, ref: ref(demoGV, "EchoApp", "app", "u1"), want: OwnerUnresolvable},
 		{name: "group version not served: its CustomResourceDefinition is gone", discovery: apierror.New(apierror.ErrNotFound, "not found"),
 			dependent: deployments, ref: ref(demoGV, "EchoApp", "app", "u1"), want: OwnerAbsent},
+		{name: "the reference's version no longer served, another is", discovery: apierror.New(apierror.ErrNotFound, "not found"),
+			v2:        &metav1.APIResourceList{GroupVersion: "demo.minik8s.io/v2", APIResources: echoApps().APIResources[:1]},
+			owners:    []*metav1.PartialObjectMetadata{partial(demoGV, "EchoApp", "ns", "app", "u1")},
+			dependent: deployments, ref: ref(demoGV, "EchoApp", "app", "u1"), want: OwnerExists,
+			wantRes: &scheme.Resource{GVK: schema.GroupVersionKind{Group: "demo.minik8s.io", Version: "v2", Kind: "EchoApp"},
+				Plural: "echoapps", Singular: "echoapp", Namespaced: true, DeleteCollection: true, Custom: true}},
+		{name: "the reference's version no longer served, another without the kind", discovery: apierror.New(apierror.ErrNotFound, "not found"),
+			v2:        &metav1.APIResourceList{GroupVersion: "demo.minik8s.io/v2", APIResources: echoApps().APIResources[2:]},
+			dependent: deployments, ref: ref(demoGV, "EchoApp", "app", "u1"), want: OwnerAbsent},
+		{name: "group version not served, the group list fails", discovery: apierror.New(apierror.ErrNotFound, "not found"),
+			groupsErr: errors.New("connection refused"),
+			dependent: deployments, ref: ref(demoGV, "EchoApp", "app", "u1"), wantErr: true},
 		{name: "group version served without the kind", discovery: echoApps(),
 			dependent: deployments, ref: ref(demoGV, "Other", "app", "u1"), want: OwnerUnresolvable},
 		{name: "a subresource is not a kind's resource", discovery: &metav1.APIResourceList{GroupVersion: demoGV, APIResources: echoApps().APIResources[1:2]},
@@ -157,7 +200,10 @@ func TestOwnerStateOfCustomKinds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			disc := &fakeDiscovery{answers: map[string]any{demoGV: tc.discovery}}
+			disc := &fakeDiscovery{answers: map[string]any{demoGV: tc.discovery}, groupsErr: tc.groupsErr}
+			if tc.v2 != nil {
+				disc.answers["demo.minik8s.io/v2"] = tc.v2
+			}
 			w := newWriters()
 			for _, o := range tc.owners {
 				plural := "echoapps"

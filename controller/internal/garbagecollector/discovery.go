@@ -19,10 +19,11 @@ import (
 	"minik8s.io/shared/workqueue/clock"
 )
 
-// Discovery reads the resources the API serves in one group version ("demo.minik8s.io/v1"):
-// how the collector finds the custom resources, which the static scheme does not list.
-// *client.Client is one.
+// Discovery reads the groups the API serves, and the resources of one group version
+// ("demo.minik8s.io/v1"): how the collector finds the custom resources, which the static
+// scheme does not list. *client.Client is one.
 type Discovery interface {
+	ServerGroups(ctx context.Context) (*metav1.APIGroupList, error)
 	ServerResources(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
 }
 
@@ -87,9 +88,45 @@ func (d *discoveryCache) resource(ctx context.Context, gv schema.GroupVersion, k
 		}
 	}
 	if a.notServed {
-		return nil, errNotServed
+		// Owner references outlive versions: a definition may stop serving the version a
+		// reference names and serve the same objects at another.
+		return d.otherVersion(ctx, gv, kind)
 	}
 	return nil, nil
+}
+
+// otherVersion finds kind in the versions of gv's group other than gv, the preferred first;
+// errNotServed when none has it.
+func (d *discoveryCache) otherVersion(ctx context.Context, gv schema.GroupVersion, kind string) (*scheme.Resource, error) {
+	groups, err := d.disc.ServerGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups.Groups {
+		if g.Name != gv.Group {
+			continue
+		}
+		versions := []string{g.PreferredVersion.Version}
+		for _, v := range g.Versions {
+			if v.Version != g.PreferredVersion.Version {
+				versions = append(versions, v.Version)
+			}
+		}
+		for _, v := range versions {
+			other := schema.GroupVersion{Group: gv.Group, Version: v}
+			if v == "" || other == gv {
+				continue
+			}
+			a, err := d.fetch(ctx, other)
+			if err != nil {
+				return nil, err
+			}
+			if r := resourceOf(a.list, other, kind); r != nil {
+				return r, nil
+			}
+		}
+	}
+	return nil, errNotServed
 }
 
 func (d *discoveryCache) fetch(ctx context.Context, gv schema.GroupVersion) (discovered, error) {
