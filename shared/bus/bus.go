@@ -60,14 +60,15 @@ type Delivery struct {
 	Attempt int
 }
 
-// Resource is the plural name of the resource a delivery is about: its header, or the first
-// word of its routing key for messages published before the header existed.
+// Resource is the plural name of the resource a delivery is about (plural.group for a custom
+// resource): its header, or the first word of its routing key, decoded, for messages published
+// before the header existed.
 func (d Delivery) Resource() string {
 	if r := d.Headers[HeaderResource]; r != "" {
 		return r
 	}
 	r, _, _ := strings.Cut(d.RoutingKey, ".")
-	return r
+	return DecodeWord(r)
 }
 
 // Publisher publishes messages.

@@ -43,7 +43,9 @@ const StatusWord = "status"
 //	nodes                        nodes.<node>.<event>
 //	everything else              <resource>.<event>         e.g. deployments.modified
 //
-// where <node> is EncodeWord(node name) and <event> is added, modified or deleted, or, for a
+// where <resource> is EncodeWord(resource): built-in plurals have no dots, and a custom
+// resource, named plural.group (echoapps.demo.minik8s.io), stays one word
+// (echoapps_demo_minik8s_io); <node> is EncodeWord(node name) and <event> is added, modified or deleted, or, for a
 // pod, StatusWord when prev shows the change was status-only. Namespaces are not in keys: no
 // consumer filters on them, and the namespace travels in HeaderNamespace. object is the JSON
 // of the object (the last stored one for a delete); prev is the JSON stored before a
@@ -75,7 +77,7 @@ func RoutingKey(resource, namespace, name string, object, prev json.RawMessage, 
 	case "nodes":
 		return "nodes." + EncodeWord(name) + "." + ev
 	default:
-		return resource + "." + ev
+		return EncodeWord(resource) + "." + ev
 	}
 }
 
@@ -129,8 +131,12 @@ var controllerResources = []string{
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",
 	"roles", "rolebindings", "clusterrolebindings", "priorityclasses", "replicationcontrollers", "networkpolicies", "ingressclasses",
-	"limitranges",
+	"limitranges", "customresourcedefinitions",
 }
+
+// CustomDeletedBinding is the controller-manager's binding for the deletions of custom
+// resources' objects.
+const CustomDeletedBinding = "*.deleted"
 
 // Bindings returns the topic patterns bound to a consumer's queue, and false
 // for a queue name that is not in the table.
@@ -145,11 +151,15 @@ func Bindings(queue string) ([]string, bool) {
 		return []string{"pods.unscheduled.*", "pods.node.*.added", "pods.node.*.modified", "pods.node.*.deleted", "nodes.#",
 			"persistentvolumeclaims.#", "persistentvolumes.#"}, true
 	case queue == QueueControllerManager:
-		out := make([]string, 0, len(controllerResources))
+		out := make([]string, 0, len(controllerResources)+1)
 		for _, r := range controllerResources {
 			out = append(out, r+".#")
 		}
-		return out, true
+		// The garbage collector learns of deleted custom objects, whose dependents it collects.
+		// A pattern cannot tell a custom resource's word (it has an underscore) from a built-in
+		// plural, so the unbound built-in kinds' deletions come too (events'), and nobody caches
+		// them; a message matching two bindings reaches the queue once.
+		return append(out, CustomDeletedBinding), true
 	case queue == QueueServerless:
 		// Functions' Deployments (ready pods in status), pods (the gateway's endpoints), nodes
 		// (where function images go).

@@ -54,6 +54,8 @@ func TestRoutingKey(t *testing.T) {
 		{name: "node", resource: "nodes", objName: "a.b", obj: `{}`, eventType: bus.Modified, want: "nodes.a_b.modified"},
 		{name: "namespaced other", resource: "deployments", ns: "kube-system", objName: "dns", obj: `{}`, eventType: bus.Modified, want: "deployments.modified"},
 		{name: "cluster-scoped other", resource: "persistentvolumes", objName: "pv1", obj: `{}`, eventType: bus.Deleted, want: "persistentvolumes.deleted"},
+		{name: "custom resource", resource: "echoapps.demo.minik8s.io", ns: "default", objName: "e1", obj: `{}`, eventType: bus.Deleted, want: "echoapps_demo_minik8s_io.deleted"},
+		{name: "custom resource, modified", resource: "echoapps.demo.minik8s.io", ns: "default", objName: "e1", obj: `{}`, eventType: bus.Modified, want: "echoapps_demo_minik8s_io.modified"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,6 +144,10 @@ func TestBindingsRouteTable(t *testing.T) {
 		{"clusterroles.modified", []string{"controller-manager"}},
 		{"rolebindings.added", []string{"controller-manager"}},
 		{"events.added", nil},
+		// Custom objects' deletions reach the garbage collector; their other changes nobody.
+		{"echoapps_demo_minik8s_io.deleted", []string{"controller-manager"}},
+		{"echoapps_demo_minik8s_io.added", nil},
+		{"echoapps_demo_minik8s_io.modified", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -165,6 +171,28 @@ func TestBindingsRouteTable(t *testing.T) {
 	}
 	if _, ok := bus.Bindings("nobody"); ok {
 		t.Errorf("Bindings(nobody) reported ok")
+	}
+}
+
+func TestDeliveryResource(t *testing.T) {
+	tests := []struct {
+		name    string
+		key     string
+		headers map[string]string
+		want    string
+	}{
+		{"header", "pods.node.n1.added", map[string]string{bus.HeaderResource: "pods"}, "pods"},
+		{"custom header", "echoapps_demo_minik8s_io.deleted", map[string]string{bus.HeaderResource: "echoapps.demo.minik8s.io"}, "echoapps.demo.minik8s.io"},
+		{"key only", "deployments.modified", nil, "deployments"},
+		{"custom key only", "echoapps_demo_minik8s_io.deleted", nil, "echoapps.demo.minik8s.io"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := bus.Delivery{Message: bus.Message{RoutingKey: tt.key, Headers: tt.headers}}
+			if got := d.Resource(); got != tt.want {
+				t.Errorf("Resource() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -52,6 +52,9 @@ type Options struct {
 	// BusHandler handles the deliveries; default the informer factory's Handle (it never
 	// fails, so the broker is asked for no acknowledgements). A handler of its own is acked.
 	BusHandler bus.Handler
+	// BusNoAck consumes for BusHandler without acknowledgements, as for the default handler:
+	// only for a handler that never fails (see bus.Subscription.NoAck).
+	BusNoAck bool
 
 	// RelistPeriod is the informers' safety net under the bus; FirstListWait as
 	// DefaultFirstListWait when zero (negative: list at once).
@@ -304,6 +307,7 @@ func (m *Manager) subscription() (bus.Subscription, error) {
 		}}
 	switch {
 	case sub.Handler != nil:
+		sub.NoAck = m.opts.BusNoAck
 	case len(m.routes) > 0:
 		sub.Handler = func(ctx context.Context, d bus.Delivery) error {
 			if h := m.routes[d.Resource()]; h != nil {

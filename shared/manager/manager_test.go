@@ -119,6 +119,11 @@ func TestSubscription(t *testing.T) {
 	if sub.NoAck {
 		t.Error("a component's own handler may fail: its deliveries must be acknowledged")
 	}
+	never := newTest(t, Options{Queue: bus.QueueControllerManager, BusNoAck: true, BusHandler: func(context.Context, bus.Delivery) error { return nil }})
+	sub, _ = never.subscription()
+	if !sub.NoAck {
+		t.Error("BusNoAck: a handler that never fails is consumed without acknowledgements")
+	}
 	routed := newTest(t, Options{Queue: bus.QueueControllerManager})
 	var got []string
 	routed.Route("pods", func(_ context.Context, d bus.Delivery) error { got = append(got, d.RoutingKey); return nil })

@@ -37,6 +37,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// A private queue (tests) takes the controller-manager's bindings.
 		opts.Bindings = bindings
 	}
+	// The bus's messages go to the informers, and custom objects' deletions, which no
+	// informer caches, to the controllers that follow them (the garbage collector). Neither
+	// fails, so the queue is still consumed without acknowledgements.
+	deletions := &setup.Deletions{}
+	var m *manager.Manager
+	opts.BusHandler = func(ctx context.Context, d bus.Delivery) error {
+		deletions.Observe(d)
+		return m.Informers().Handle(ctx, d)
+	}
+	opts.BusNoAck = true
 	if cfg.LeaderElect {
 		opts.LeaderElection = &manager.LeaderElection{Namespace: LeaseNamespace, Name: LeaseName, Identity: cfg.Identity,
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod}
@@ -46,7 +56,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	cctx := &Context{Config: cfg, ClientConfig: m.ClientConfig(), Client: m.Client(), Informers: m.Informers(),
-		Recorder: m.Recorder(), Logger: log}
+		Recorder: m.Recorder(), Logger: log, Deletions: deletions}
 	// Controllers are built before the informers start: they ask for the caches they read.
 	for _, c := range controllers {
 		if enabled(cfg.Controllers, c.name) {

@@ -58,6 +58,10 @@ type Config struct {
 	// Metadata is the writer of a resource's objects by their metadata alone: the collector
 	// reads and writes every kind, and only its owner references and finalizers.
 	Metadata func(res *scheme.Resource) client.Writer[*metav1.PartialObjectMetadata]
+	// Discovery finds the owners' kinds that the static scheme does not know: custom
+	// resources, served from CustomResourceDefinitions. Without it such owners are
+	// unresolvable and their dependents kept.
+	Discovery Discovery
 	// Options' Workers default to 5; Resync is how often every object with owners or a
 	// deletion finalizer is looked at again.
 	reconcile.Options
@@ -66,9 +70,10 @@ type Config struct {
 // Controller is the garbage collector. Build it with New, run Start.
 type Controller struct {
 	*reconcile.Controller
-	cfg Config
-	res map[string]*scheme.Resource
-	log *slog.Logger
+	cfg  Config
+	res  map[string]*scheme.Resource
+	disc *discoveryCache
+	log  *slog.Logger
 }
 
 // New returns a collector over cfg.Informers; it registers its handlers and starts nothing.
@@ -78,6 +83,9 @@ func New(cfg Config) *Controller {
 		cfg.Workers = 5
 	}
 	c := &Controller{cfg: cfg, res: map[string]*scheme.Resource{}, log: cfg.Logger.With("controller", "garbagecollector")}
+	if cfg.Discovery != nil {
+		c.disc = newDiscoveryCache(cfg.Discovery, cfg.Clock)
+	}
 	b := reconcile.NewController("garbagecollector", cfg.Options)
 	for plural, inf := range cfg.Informers {
 		res, err := scheme.Lookup(plural)
@@ -152,6 +160,13 @@ func (c *Controller) handler(res *scheme.Resource) informer.Handler {
 	}
 }
 
+// OwnerDeleted is told that an object no informer caches (of a custom resource) was
+// deleted: its dependents are looked at now rather than at the next resync.
+func (c *Controller) OwnerDeleted(resource string, m metav1.Object) {
+	c.log.Debug("custom object deleted", "resource", resource, "namespace", m.GetNamespace(), "name", m.GetName())
+	c.addDependents(m.GetUID())
+}
+
 // addOwners queues the owners of m.
 func (c *Controller) addOwners(res *scheme.Resource, m metav1.Object) {
 	for _, ref := range m.GetOwnerReferences() {
@@ -209,13 +224,18 @@ func (c *Controller) keys() []string {
 	return keys
 }
 
-// resourceFor finds the served resource of an owner reference's apiVersion and kind; another
-// version of a served group and kind counts, as owner references outlive API versions.
+// resourceFor finds the served resource of an owner reference's apiVersion and kind in the
+// static scheme; another version of a served group and kind counts, as owner references
+// outlive API versions.
 func (c *Controller) resourceFor(apiVersion, kind string) *scheme.Resource {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil
 	}
+	return staticResource(gv, kind)
+}
+
+func staticResource(gv schema.GroupVersion, kind string) *scheme.Resource {
 	if r, ok := scheme.ByGVK(gv.WithKind(kind)); ok {
 		return r
 	}
@@ -225,6 +245,31 @@ func (c *Controller) resourceFor(apiVersion, kind string) *scheme.Resource {
 		}
 	}
 	return nil
+}
+
+// staticGroup: the scheme serves group, so discovery could add no kind to it.
+func staticGroup(group string) bool {
+	for _, r := range scheme.Resources {
+		if r.GVK.Group == group {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerResource resolves an owner reference's apiVersion and kind, as Kubernetes' collector
+// does through discovery: the static scheme first, then, for a group it does not serve (a
+// custom resource's), the API's discovery. nil: the kind is not served (the reference cannot
+// be followed); errNotServed: the group version is not served at all, so its objects are gone.
+func (c *Controller) ownerResource(ctx context.Context, apiVersion, kind string) (*scheme.Resource, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, nil
+	}
+	if r := staticResource(gv, kind); r != nil || staticGroup(gv.Group) || c.disc == nil {
+		return r, nil
+	}
+	return c.disc.resource(ctx, gv, kind)
 }
 
 // Reconcile looks at the object of key ("plural/namespace/name"): one being deleted with a
@@ -305,7 +350,15 @@ func (c *Controller) decide(ctx context.Context, res *scheme.Resource, m *metav1
 // owner of that uid (it may not have seen the owner yet), so that no dependent is deleted on
 // the word of a cache that is behind.
 func (c *Controller) ownerState(ctx context.Context, res *scheme.Resource, m metav1.Object, ref metav1.OwnerReference) (OwnerState, error) {
-	owner := c.resourceFor(ref.APIVersion, ref.Kind)
+	owner, err := c.ownerResource(ctx, ref.APIVersion, ref.Kind)
+	if errors.Is(err, errNotServed) {
+		c.log.Debug("owner's group version not served: the owner is gone", "key", keyOf(res, m), "apiVersion", ref.APIVersion, "kind", ref.Kind)
+		return OwnerAbsent, nil
+	}
+	if err != nil {
+		// Never delete on doubt: the key goes back to the queue with backoff.
+		return 0, fmt.Errorf("resolve owner kind %s %s: %w", ref.APIVersion, ref.Kind, err)
+	}
 	if owner == nil {
 		c.log.Debug("owner of a kind not served", "key", keyOf(res, m), "apiVersion", ref.APIVersion, "kind", ref.Kind)
 		return OwnerUnresolvable, nil
@@ -318,7 +371,7 @@ func (c *Controller) ownerState(ctx context.Context, res *scheme.Resource, m met
 		}
 		ns = m.GetNamespace()
 	}
-	if inf := c.cfg.Informers[owner.Plural]; inf != nil {
+	if inf := c.cfg.Informers[owner.Plural]; inf != nil && !owner.Custom {
 		cacheKey := ref.Name
 		if ns != "" {
 			cacheKey = ns + "/" + ref.Name

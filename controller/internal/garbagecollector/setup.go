@@ -17,11 +17,19 @@ func Setup(c *setup.Context) run.Runnable {
 	for _, res := range Collected() {
 		infs[res.Plural] = c.Informers.MetadataFor(res.Plural, informer.Indexers{OwnerIndex: OwnerIndexFunc})
 	}
-	return New(Config{
+	cfg := Config{
 		Informers: infs,
 		Metadata: func(res *scheme.Resource) client.Writer[*metav1.PartialObjectMetadata] {
 			return client.Metadata(c.Client, res)
 		},
 		Options: reconcile.Options{Logger: c.Logger},
-	})
+	}
+	if c.Client != nil {
+		cfg.Discovery = c.Client
+	}
+	gc := New(cfg)
+	if c.Deletions != nil {
+		c.Deletions.Subscribe(func(resource string, obj *metav1.PartialObjectMetadata) { gc.OwnerDeleted(resource, obj) })
+	}
+	return gc
 }

@@ -150,6 +150,8 @@ type Context struct {
 	Informers    *informer.Factory
 	Recorder     *record.Recorder
 	Logger       *slog.Logger
+	// Deletions reports deleted custom objects, which no informer caches (nil: not followed).
+	Deletions *Deletions
 }
 
 // EndpointOptions are the work loop's options of the Endpoints and EndpointSlice controllers
