@@ -172,9 +172,12 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 	)
 	// garbagecollector: every kind's metadata (events aside: nothing owns them), re-read
 	// before acting, owner references and finalizers patched, dependents deleted.
-	return append(rules, schemeRules([]string{"get", "list", "watch", "patch", "delete"}, func(r *scheme.Resource) (string, bool) {
+	rules = append(rules, schemeRules([]string{"get", "list", "watch", "patch", "delete"}, func(r *scheme.Resource) (string, bool) {
 		return r.Plural, r.Plural != "events"
 	})...)
+	// An owner may be of any kind a CustomResourceDefinition serves: the collector reads it
+	// to learn whether it is still there, as Kubernetes' collector may read every group.
+	return append(rules, rule("get").groups("*").resources("*").rule())
 }
 
 // NodeProxierRules are what kubeproxy (kubeproxy/internal/app) reads: the proxier's Services

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -301,6 +302,14 @@ func (s *Server) encode(out output, obj runtime.Object) ([]byte, error) {
 // partialMetadata reduces an object or list to PartialObjectMetadata(List).
 func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	metaOnly := func(o runtime.Object) (*metav1.PartialObjectMetadata, error) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			var om metav1.ObjectMeta
+			md, _ := u.Object["metadata"].(map[string]any)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &om); err != nil {
+				return nil, err
+			}
+			return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: om}, nil
+		}
 		acc, ok := o.(metav1.ObjectMetaAccessor)
 		if !ok {
 			return nil, fmt.Errorf("%T has no ObjectMeta", o)
