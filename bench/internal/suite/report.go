@@ -48,6 +48,9 @@ type Report struct {
 	OutboxP50, OutboxP99 time.Duration
 
 	Profiles []ProfileResult
+
+	// Extensions is tests 4 to 6, nil unless Config.Extensions.
+	Extensions *ExtensionsReport
 }
 
 // Goal is one target and whether the run met it.
@@ -147,6 +150,10 @@ func (r *Report) Print(w io.Writer) {
 		{"minik8s create", micros(api.Server), micros(api.Client), micros(api.Broker), micros(api.Rest), micros(total(api))},
 		{"raw etcd put", micros(raw.Server), micros(raw.Client), micros(raw.Broker), micros(raw.Rest), micros(total(raw))},
 	})
+	if r.Extensions != nil {
+		fmt.Fprintln(w)
+		r.Extensions.Print(w, r.Config.Clients)
+	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(w, "\napiserver CPU profile during the %s test (%s):\n%s", p.Name, p.Path, p.Top)
 	}

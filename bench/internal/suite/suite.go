@@ -90,6 +90,9 @@ type Config struct {
 	// Audit turns on the apiserver's audit log, with configs/audit-policy.yaml, into
 	// Workdir.
 	Audit bool
+	// Extensions adds tests 4 to 6: custom resource creates against ConfigMap creates, and
+	// one validating webhook's added latency.
+	Extensions bool
 }
 
 // Defaults are the figures make bench runs with.
@@ -107,6 +110,7 @@ var Defaults = Config{
 	EventWorkers:  16,
 	Identity:      IdentityAdmin,
 	OtherBindings: 1000,
+	Extensions:    true,
 }
 
 func (c *Config) fill() {
@@ -236,6 +240,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 		return nil, fmt.Errorf("event latency: %w", err)
 	}
 	log.Info("event latency", "bus", rep.EventBus.String(), "watch", rep.EventWatch.String())
+
+	if cfg.Extensions {
+		if rep.Extensions, err = e.extensions(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
