@@ -226,6 +226,7 @@ func TestExtensionsPrint(t *testing.T) {
 	x.Print(&out, 64)
 	for _, want := range []string{
 		"stored 381 against 380 bytes",
+		"schema: NOT applied",
 		"| 4 create latency, 1 client, n=2000 | p50       | 1.10 ms         | 1.00 ms   | 1.10x | <= 1.20x | yes |",
 		"| 5 throughput, 64 clients",
 		"| 900 /s          | 1000 /s   | 0.90x | >= 0.83x | yes |",
@@ -236,13 +237,14 @@ func TestExtensionsPrint(t *testing.T) {
 		}
 	}
 
+	x.SchemaApplied = true
 	x.Webhook = &WebhookReport{
 		With: stats.Summary{N: 2000, P50: 2500 * time.Microsecond}, Without: stats.Summary{N: 2000, P50: time.Millisecond},
 		Server: stats.Summary{N: 2000, P50: 40 * time.Microsecond, P99: 90 * time.Microsecond}, Calls: 2000,
 	}
 	out.Reset()
 	x.Print(&out, 64)
-	for _, want := range []string{"| +1.50 ms", "| 0.04 ms / 0.09 ms", "| 2000/2000", "series absent"} {
+	for _, want := range []string{"schema: applied", "| +1.50 ms", "| 0.04 ms / 0.09 ms", "| 2000/2000", "series absent"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, out.String())
 		}
