@@ -284,23 +284,28 @@ func (e *env) customThroughput(ctx context.Context, x *ExtensionsReport, note st
 	}
 	var ops [2]int
 	var took [2]time.Duration
+	var cpu [2]CPUPerOp
 	for r := range cfg.Rounds {
+		before := e.sampleCPU()
 		n, d, last, err := e.runWriters(ctx, cfg.Clients, cfg.RoundTime, func(ctx context.Context, w, i int) (int64, error) {
 			return createItem(ctx, clients[w].items, fmt.Sprintf("tp-%d-%d-%d", r, w, i), note)
 		})
 		if err != nil {
 			return err
 		}
+		cpu[0] = cpu[0].add(perOp(before, e.sampleCPU(), n))
 		ops[0], took[0] = ops[0]+n, took[0]+d
 		if err := e.waitOutbox(ctx, last); err != nil {
 			return err
 		}
+		before = e.sampleCPU()
 		n, d, last, err = e.runWriters(ctx, cfg.Clients, cfg.RoundTime, func(ctx context.Context, w, i int) (int64, error) {
 			return e.create(ctx, clients[w].cms, fmt.Sprintf("xtp-%d-%d-%d", r, w, i), time.Time{})
 		})
 		if err != nil {
 			return err
 		}
+		cpu[1] = cpu[1].add(perOp(before, e.sampleCPU(), n))
 		ops[1], took[1] = ops[1]+n, took[1]+d
 		if err := e.waitOutbox(ctx, last); err != nil {
 			return err
@@ -308,6 +313,7 @@ func (e *env) customThroughput(ctx context.Context, x *ExtensionsReport, note st
 	}
 	x.ThroughputCustom, x.ThroughputConfigMap = stats.Rate(ops[0], took[0]), stats.Rate(ops[1], took[1])
 	x.ThroughputOps = ops
+	x.ThroughputCPU = [2]CPUPerOp{cpu[0].div(cfg.Rounds), cpu[1].div(cfg.Rounds)}
 	e.log.Info("custom resource throughput", "custom", x.ThroughputCustom, "configmap", x.ThroughputConfigMap)
 	return nil
 }

@@ -33,6 +33,10 @@ type ExtensionsReport struct {
 	// ThroughputOps counts them (custom, ConfigMap).
 	ThroughputCustom, ThroughputConfigMap float64
 	ThroughputOps                         [2]int
+	// ThroughputCPU is the CPU one create cost in test 5, (custom, ConfigMap), averaged over
+	// rounds: the custom objects' extra work shows in the apiserver's share, and the dynamic
+	// client's in the bench clients'.
+	ThroughputCPU [2]CPUPerOp
 
 	// Webhook is test 6; nil when it was not measured, for WebhookSkipped's reason.
 	Webhook        *WebhookReport
@@ -132,6 +136,8 @@ func (x *ExtensionsReport) Print(w io.Writer, clients int) {
 		fmt.Fprintf(w, "schema: NOT applied (no default set): the apiserver skipped validation, pruning and defaulting, so the custom figures leave their cost out\n\n")
 	}
 	WriteMarkdown(w, x.CustomTable(clients))
+	fmt.Fprintf(w, "\nCPU per create in test 5:\n\n")
+	writeCPUTable(w, []cpuPath{{"custom resource create", x.ThroughputCPU[0]}, {"ConfigMap create", x.ThroughputCPU[1]}})
 	fmt.Fprintf(w, "\nadmission webhook: one ValidatingWebhookConfiguration by clientConfig.url on ConfigMap CREATE in namespaces labelled %s=on, answered allowed by an HTTPS server in the bench process\n\n", webhookLabel)
 	WriteMarkdown(w, x.WebhookTable())
 }

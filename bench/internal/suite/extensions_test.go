@@ -220,6 +220,7 @@ func TestExtensionsPrint(t *testing.T) {
 		CreateCustom:     stats.Summary{N: 2000, P50: 1100 * time.Microsecond, P99: 3 * time.Millisecond, Mean: 1200 * time.Microsecond},
 		CreateConfigMap:  stats.Summary{N: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, Mean: time.Millisecond},
 		ThroughputCustom: 900, ThroughputConfigMap: 1000,
+		ThroughputCPU:  [2]CPUPerOp{{Server: 300 * time.Microsecond, Client: 100 * time.Microsecond}, {Server: 250 * time.Microsecond, Client: 80 * time.Microsecond}},
 		WebhookSkipped: "admission webhooks not served",
 	}
 	var out bytes.Buffer
@@ -231,6 +232,8 @@ func TestExtensionsPrint(t *testing.T) {
 		"| 5 throughput, 64 clients",
 		"| 900 /s          | 1000 /s   | 0.90x | >= 0.83x | yes |",
 		"pending: admission webhooks not served",
+		"| custom resource create | 300 µs    | 100 µs        | 0 µs     | 0 µs  | 400 µs |",
+		"| ConfigMap create       | 250 µs    | 80 µs         | 0 µs     | 0 µs  | 330 µs |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, out.String())
