@@ -211,7 +211,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
 	defer e.etcd.Close()
-	if err := e.createNamespace(ctx); err != nil {
+	if err := e.ensureNamespace(ctx, Namespace, nil); err != nil {
 		return nil, err
 	}
 	if err := e.setupIdentity(ctx); err != nil {
@@ -249,15 +249,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	return rep, nil
 }
 
-func (e *env) createNamespace(ctx context.Context) error {
+// ensureNamespace creates a namespace with labels, or keeps the one there: the suite's own
+// namespace, and the webhook test's two.
+func (e *env) ensureNamespace(ctx context.Context, name string, labels map[string]string) error {
 	res, err := scheme.Lookup("namespaces")
 	if err != nil {
 		return err
 	}
 	ns := client.For[*corev1.Namespace, *corev1.NamespaceList](e.api, res)
-	_, err = ns.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
+	_, err = ns.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 	if err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
-		return fmt.Errorf("create namespace %s: %w", Namespace, err)
+		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	return nil
 }

@@ -21,13 +21,10 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/bench/internal/stats"
 	"minik8s.io/shared/apierror"
-	"minik8s.io/shared/client"
-	"minik8s.io/shared/scheme"
 )
 
 // The webhook test's names: the configuration, its one webhook, and the two namespaces whose
@@ -158,20 +155,6 @@ func webhookConfig(url string, caPEM []byte) *admissionregistrationv1.Validating
 			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
-}
-
-// ensureNamespace creates a namespace with labels, or keeps the one there.
-func (e *env) ensureNamespace(ctx context.Context, name string, labels map[string]string) error {
-	res, err := scheme.Lookup("namespaces")
-	if err != nil {
-		return err
-	}
-	ns := client.For[*corev1.Namespace, *corev1.NamespaceList](e.api, res)
-	_, err = ns.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
-	if err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
-		return fmt.Errorf("create namespace %s: %w", name, err)
-	}
-	return nil
 }
 
 // webhookMetricReading is the apiserver's own histogram of our webhook's calls, read before
