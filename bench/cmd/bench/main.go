@@ -116,6 +116,7 @@ func main() {
 	fs.StringVar(&cfg.Identity, "identity", cfg.Identity, "who sends the apiserver suite's creates: admin (system:masters, never reaches RBAC) or rbac (a ServiceAccount token allowed by a RoleBinding, among -other-bindings bindings)")
 	fs.IntVar(&cfg.OtherBindings, "other-bindings", cfg.OtherBindings, "with -identity rbac: RoleBindings and ClusterRoleBindings to other subjects, half of each")
 	fs.BoolVar(&cfg.Audit, "audit", false, "the apiserver suite's apiserver writes an audit log (configs/audit-policy.yaml) into the work directory")
+	fs.BoolVar(&cfg.Extensions, "extensions", cfg.Extensions, "the apiserver suite also runs tests 4 to 6: custom resource creates against ConfigMap creates, and one validating webhook's added latency (about 40 s more)")
 	fs.BoolVar(&cfg.Profile, "profile", false, "build the apiserver with pprof and print its CPU profile of the throughput and event tests")
 	fs.BoolVar(&keep, "keep", false, "keep the work directory (apiserver log, etcd data, profiles)")
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")

@@ -161,7 +161,7 @@ func (e *env) events(ctx context.Context, rep *Report) error {
 	}
 	defer stopConsumer()
 
-	before, err := e.scrapeHistogram(ctx, outboxLatencyMetric)
+	before, err := e.scrapeHistogram(ctx, outboxLatencyMetric, nil)
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (e *env) events(ctx context.Context, rep *Report) error {
 	// it, which is when the outbox counts it: give the last confirms a moment.
 	var h histogram
 	for confirmDeadline := time.Now().Add(5 * time.Second); ; {
-		after, err := e.scrapeHistogram(ctx, outboxLatencyMetric)
+		after, err := e.scrapeHistogram(ctx, outboxLatencyMetric, nil)
 		if err != nil {
 			return err
 		}

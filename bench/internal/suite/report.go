@@ -48,6 +48,9 @@ type Report struct {
 	OutboxP50, OutboxP99 time.Duration
 
 	Profiles []ProfileResult
+
+	// Extensions is tests 4 to 6, nil unless Config.Extensions.
+	Extensions *ExtensionsReport
 }
 
 // Goal is one target and whether the run met it.
@@ -141,15 +144,31 @@ func (r *Report) Print(w io.Writer) {
 	WriteMarkdown(w, r.Table())
 	api, raw := r.ThroughputCPU[0], r.ThroughputCPU[1]
 	fmt.Fprintf(w, "\nCPU per write in the throughput test (apiserver = its process, embedded etcd included; other = the rest of the shared machine):\n\n")
-	total := func(c CPUPerOp) time.Duration { return c.Server + c.Client + c.Broker + c.Rest }
-	WriteMarkdown(w, [][]string{
-		{"path", "apiserver", "bench clients", "RabbitMQ", "other", "total"},
-		{"minik8s create", micros(api.Server), micros(api.Client), micros(api.Broker), micros(api.Rest), micros(total(api))},
-		{"raw etcd put", micros(raw.Server), micros(raw.Client), micros(raw.Broker), micros(raw.Rest), micros(total(raw))},
-	})
+	writeCPUTable(w, []cpuPath{{"minik8s create", api}, {"raw etcd put", raw}})
+	if r.Extensions != nil {
+		fmt.Fprintln(w)
+		r.Extensions.Print(w, r.Config.Clients)
+	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(w, "\napiserver CPU profile during the %s test (%s):\n%s", p.Name, p.Path, p.Top)
 	}
+}
+
+// cpuPath is one row of a CPU table: a way of writing and what one write cost.
+type cpuPath struct {
+	name string
+	cpu  CPUPerOp
+}
+
+// writeCPUTable writes the CPU per operation of each path.
+func writeCPUTable(w io.Writer, paths []cpuPath) {
+	total := func(c CPUPerOp) time.Duration { return c.Server + c.Client + c.Broker + c.Rest }
+	rows := [][]string{{"path", "apiserver", "bench clients", "RabbitMQ", "other", "total"}}
+	for _, p := range paths {
+		c := p.cpu
+		rows = append(rows, []string{p.name, micros(c.Server), micros(c.Client), micros(c.Broker), micros(c.Rest), micros(total(c))})
+	}
+	WriteMarkdown(w, rows)
 }
 
 // WriteMarkdown writes rows (the first is the header) as a Markdown table, padding cells so

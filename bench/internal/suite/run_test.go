@@ -40,6 +40,7 @@ func TestRunSmall(t *testing.T) {
 		{name: "rbac identity with audit", access: func(c *Config) {
 			c.AuthorizationMode, c.Identity, c.OtherBindings, c.Audit = ModeNodeRBAC, IdentityRBAC, 20, true
 		}, auditUser: `"username":"system:serviceaccount:bench:bench-writer"`},
+		{name: "extensions", access: func(c *Config) { c.Extensions = true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,11 +92,40 @@ func runSmall(t *testing.T, cfg Config) {
 	if rep.OutboxPublished < rep.EventsSent {
 		t.Errorf("outbox published %d changes during the event test, want at least the %d sent", rep.OutboxPublished, rep.EventsSent)
 	}
+	if cfg.Extensions {
+		checkExtensions(t, rep.Extensions)
+	}
 	var out bytes.Buffer
 	rep.Print(&out)
 	for _, want := range []string{"| 1 create latency", "| 2 throughput, 4 clients", "| 3 event latency", "50/50", "minik8s create"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// checkExtensions checks that tests 4 to 6 produced their figures; the webhook test may
+// instead say that the apiserver does not serve webhooks.
+func checkExtensions(t *testing.T, x *ExtensionsReport) {
+	t.Helper()
+	if x == nil {
+		t.Fatal("extension tests asked for, but not reported")
+	}
+	if x.CreateCustom.N != 40 || x.CreateConfigMap.N != 40 {
+		t.Errorf("custom resource latency samples = %d custom, %d ConfigMap; want 40 each", x.CreateCustom.N, x.CreateConfigMap.N)
+	}
+	if x.CustomBytes == 0 || x.ConfigMapBytes == 0 {
+		t.Errorf("stored sizes = %d custom, %d ConfigMap; want both measured", x.CustomBytes, x.ConfigMapBytes)
+	}
+	if x.ThroughputOps[0] == 0 || x.ThroughputOps[1] == 0 {
+		t.Errorf("custom resource throughput = %v, want both measured", x.ThroughputOps)
+	}
+	switch w := x.Webhook; {
+	case w == nil && x.WebhookSkipped == "":
+		t.Error("webhook test neither measured nor skipped with a reason")
+	case w == nil:
+		t.Logf("webhook test not measured: %s", x.WebhookSkipped)
+	case w.With.N != 40 || w.Without.N != 40 || w.Calls != 40 || w.Server.N != 40:
+		t.Errorf("webhook samples = %d with, %d without, %d reviews (%d timed); want 40 each", w.With.N, w.Without.N, w.Calls, w.Server.N)
 	}
 }

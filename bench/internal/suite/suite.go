@@ -90,6 +90,9 @@ type Config struct {
 	// Audit turns on the apiserver's audit log, with configs/audit-policy.yaml, into
 	// Workdir.
 	Audit bool
+	// Extensions adds tests 4 to 6: custom resource creates against ConfigMap creates, and
+	// one validating webhook's added latency.
+	Extensions bool
 }
 
 // Defaults are the figures make bench runs with.
@@ -107,6 +110,7 @@ var Defaults = Config{
 	EventWorkers:  16,
 	Identity:      IdentityAdmin,
 	OtherBindings: 1000,
+	Extensions:    true,
 }
 
 func (c *Config) fill() {
@@ -207,7 +211,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
 	defer e.etcd.Close()
-	if err := e.createNamespace(ctx); err != nil {
+	if err := e.ensureNamespace(ctx, Namespace, nil); err != nil {
 		return nil, err
 	}
 	if err := e.setupIdentity(ctx); err != nil {
@@ -236,18 +240,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 		return nil, fmt.Errorf("event latency: %w", err)
 	}
 	log.Info("event latency", "bus", rep.EventBus.String(), "watch", rep.EventWatch.String())
+
+	if cfg.Extensions {
+		if rep.Extensions, err = e.extensions(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
-func (e *env) createNamespace(ctx context.Context) error {
+// ensureNamespace creates a namespace with labels, or keeps the one there: the suite's own
+// namespace, and the webhook test's two.
+func (e *env) ensureNamespace(ctx context.Context, name string, labels map[string]string) error {
 	res, err := scheme.Lookup("namespaces")
 	if err != nil {
 		return err
 	}
 	ns := client.For[*corev1.Namespace, *corev1.NamespaceList](e.api, res)
-	_, err = ns.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
+	_, err = ns.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
 	if err != nil && !errors.Is(err, apierror.ErrAlreadyExists) {
-		return fmt.Errorf("create namespace %s: %w", Namespace, err)
+		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ other_metric_bucket{le="1"} 3
 `
 
 func TestParseHistogram(t *testing.T) {
-	h, err := parseHistogram([]byte(metricsText), outboxLatencyMetric)
+	h, err := parseHistogram([]byte(metricsText), outboxLatencyMetric, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +49,10 @@ func TestParseHistogram(t *testing.T) {
 	if diff := cmp.Diff(want, h, cmp.AllowUnexported(bucket{})); diff != "" {
 		t.Fatalf("parseHistogram mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := parseHistogram([]byte(metricsText), "absent_metric"); err == nil {
+	if _, err := parseHistogram([]byte(metricsText), "absent_metric", nil); err == nil {
 		t.Error("parseHistogram of an absent metric: want error")
 	}
-	if _, err := parseHistogram([]byte(`m_bucket{le="x"} 1`), "m"); err == nil {
+	if _, err := parseHistogram([]byte(`m_bucket{le="x"} 1`), "m", nil); err == nil {
 		t.Error("parseHistogram of a malformed bound: want error")
 	}
 }
