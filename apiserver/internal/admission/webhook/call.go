@@ -95,27 +95,16 @@ func options(a *Attributes) runtime.Object {
 	if a.DryRun {
 		dry = []string{metav1.DryRunAll}
 	}
-	var o runtime.Object
+	tm := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: kind}
+	}
 	switch a.Operation {
 	case admissionv1.Create:
-		o = &metav1.CreateOptions{DryRun: dry}
+		return &metav1.CreateOptions{TypeMeta: tm("CreateOptions"), DryRun: dry}
 	case admissionv1.Update:
-		o = &metav1.UpdateOptions{DryRun: dry}
-	default:
-		o = &metav1.DeleteOptions{DryRun: dry}
+		return &metav1.UpdateOptions{TypeMeta: tm("UpdateOptions"), DryRun: dry}
 	}
-	o.GetObjectKind().SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind(kindOf(o)))
-	return o
-}
-
-func kindOf(o runtime.Object) string {
-	switch o.(type) {
-	case *metav1.CreateOptions:
-		return "CreateOptions"
-	case *metav1.UpdateOptions:
-		return "UpdateOptions"
-	}
-	return "DeleteOptions"
+	return &metav1.DeleteOptions{TypeMeta: tm("DeleteOptions"), DryRun: dry}
 }
 
 // caller sends AdmissionReviews, keeping one transport per CA bundle and server name so that
