@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -164,6 +165,10 @@ var Resources = []*Resource{
 		DeleteCollection: true, New: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
 	{GVK: apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), Plural: "customresourcedefinitions", Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
 		Subresources: []string{"status"}, DeleteCollection: true, New: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} }, NewList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
+	{GVK: admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), Plural: "validatingwebhookconfigurations", Singular: "validatingwebhookconfiguration",
+		DeleteCollection: true, New: func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }, NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} }},
+	{GVK: admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), Plural: "mutatingwebhookconfigurations", Singular: "mutatingwebhookconfiguration",
+		DeleteCollection: true, New: func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} }, NewList: func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Function"), Plural: "functions", Singular: "function", Namespaced: true, ShortNames: []string{"fn"},
 		Subresources: []string{"status", "invoke"}, DeleteCollection: true, New: func() runtime.Object { return &serverlessv1.Function{} }, NewList: func() runtime.Object { return &serverlessv1.FunctionList{} }},
 	{GVK: serverlessv1.SchemeGroupVersion.WithKind("Workflow"), Plural: "workflows", Singular: "workflow", Namespaced: true, ShortNames: []string{"wf"},

@@ -1,6 +1,7 @@
 package scheme
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -33,6 +34,7 @@ var Codecs = serializer.NewCodecFactory(Scheme)
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
 		appsv1.AddToScheme,
 		autoscalingv1.AddToScheme, // Scale, the scale subresource's kind
 		autoscalingv2.AddToScheme,

@@ -121,7 +121,7 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 			m.SetName(GenerateName(m.GetGenerateName()))
 		}
 		if r.admit != nil && attempt == 0 {
-			if err := r.admit(ctx, OpCreate, Key{Resource: res, Namespace: k.Namespace, Name: m.GetName()}, "", obj, nil); err != nil {
+			if err := r.admit(admitting(ctx, dry), OpCreate, Key{Resource: res, Namespace: k.Namespace, Name: m.GetName()}, "", obj, nil); err != nil {
 				return Written{}, err
 			}
 		}
@@ -129,6 +129,9 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 			return Written{}, invalid(res, m.GetName(), errs)
 		}
 		if attempt == 0 {
+			if err := r.callAdmitValidated(ctx, dry, OpCreate, Key{Resource: res, Namespace: k.Namespace, Name: m.GetName()}, "", obj, nil); err != nil {
+				return Written{}, err
+			}
 			release, err := r.admitValid(ctx, OpCreate, Key{Resource: res, Namespace: k.Namespace, Name: m.GetName()}, obj, nil, dry)
 			if err != nil {
 				return Written{}, err
@@ -166,6 +169,9 @@ func (r *Registry) Create(ctx context.Context, k Key, obj runtime.Object, dry bo
 
 // afterWrite lets background work react to a committed change; created is set for creates.
 func (r *Registry) afterWrite(ctx context.Context, k Key, obj runtime.Object, created bool) {
+	if r.changed != nil {
+		r.changed(k)
+	}
 	if k.Resource.Custom {
 		return
 	}

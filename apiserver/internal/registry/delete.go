@@ -36,7 +36,12 @@ func (r *Registry) Delete(ctx context.Context, k Key, opts *metav1.DeleteOptions
 			return nil, err
 		}
 		if r.admit != nil && attempt == 0 {
-			if err := r.admit(ctx, OpDelete, k, "", nil, obj); err != nil {
+			if err := r.admit(admitting(ctx, dry), OpDelete, k, "", nil, obj); err != nil {
+				return nil, err
+			}
+		}
+		if attempt == 0 {
+			if err := r.callAdmitValidated(ctx, dry, OpDelete, k, "", nil, obj); err != nil {
 				return nil, err
 			}
 		}

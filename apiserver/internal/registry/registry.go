@@ -34,6 +34,14 @@ type Config struct {
 	// stored (defaulted, before validation) and may refuse it: the apiserver's admission
 	// chain (NodeRestriction, RBAC's escalation checks), which reads the requester from ctx.
 	Admit AdmitFunc
+	// AdmitValidated, when set, sees every create, update (of any subresource) and delete
+	// once the object passed validation, just before it is stored, and may refuse it: the
+	// validating admission webhooks. It is called once per write, not again when a write
+	// retries after losing a race.
+	AdmitValidated AdmitFunc
+	// Changed, when set, is told the key of every object this registry wrote or deleted, once
+	// the write is stored: caches of what admission reads forget it at once.
+	Changed func(k Key)
 }
 
 // Operation is what a write does, as admission names it.
@@ -49,6 +57,27 @@ const (
 // delete), old the stored one (nil for a create).
 type AdmitFunc func(ctx context.Context, op Operation, k Key, subresource string, obj, old runtime.Object) error
 
+type dryRunKey struct{}
+
+// DryRun reports whether the write an AdmitFunc judges is a dry run, which stores nothing.
+func DryRun(ctx context.Context) bool {
+	dry, _ := ctx.Value(dryRunKey{}).(bool)
+	return dry
+}
+
+// admitting is ctx as admission sees a write: with whether it is a dry run.
+func admitting(ctx context.Context, dry bool) context.Context {
+	return context.WithValue(ctx, dryRunKey{}, dry)
+}
+
+// callAdmitValidated runs Config.AdmitValidated, when set.
+func (r *Registry) callAdmitValidated(ctx context.Context, dry bool, op Operation, k Key, sub string, obj, old runtime.Object) error {
+	if r.admitValidated == nil {
+		return nil
+	}
+	return r.admitValidated(admitting(ctx, dry), op, k, sub, obj, old)
+}
+
 // Registry stores and reads the objects of every served resource. Build it with New; Start
 // runs its background work.
 type Registry struct {
@@ -59,7 +88,10 @@ type Registry struct {
 	strategies map[*scheme.Resource]Strategy
 	ns         *namespaces
 	admit      AdmitFunc
-	quotaLocks quotaLocks
+	// admitValidated is Config.AdmitValidated.
+	admitValidated AdmitFunc
+	changed        func(k Key)
+	quotaLocks     quotaLocks
 	// emptyPolicies are the namespaces recently listed without quotas or limit ranges.
 	emptyPolicies emptyPolicies
 	// custom are the resources served from CustomResourceDefinitions.
@@ -79,7 +111,7 @@ func New(cfg Config) *Registry {
 	r := &Registry{store: cfg.Store, log: cfg.Logger, now: cfg.Now,
 		alloc: allocator.New(cfg.Store, cfg.PodCIDRs, cfg.PodCIDRBits)}
 	r.strategies = strategies(r.alloc)
-	r.admit = cfg.Admit
+	r.admit, r.admitValidated, r.changed = cfg.Admit, cfg.AdmitValidated, cfg.Changed
 	r.ns = newNamespaces(r)
 	r.custom = newCustomResources()
 	r.cleanupWake = make(chan struct{}, 1)

@@ -137,7 +137,7 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 	m.SetSelfLink("")
 	st.DefaultUpdate(obj, old)
 	if r.admit != nil {
-		if err := r.admit(ctx, OpUpdate, k, opts.Subresource, obj, old); err != nil {
+		if err := r.admit(admitting(ctx, opts.DryRun), OpUpdate, k, opts.Subresource, obj, old); err != nil {
 			return Written{}, err
 		}
 	}
@@ -165,6 +165,9 @@ func (r *Registry) commitUpdate(ctx context.Context, k Key, old runtime.Object, 
 	}
 	if len(errs) > 0 {
 		return Written{}, invalid(res, k.Name, errs)
+	}
+	if err := r.callAdmitValidated(ctx, opts.DryRun, OpUpdate, k, opts.Subresource, obj, old); err != nil {
+		return Written{}, err
 	}
 	if opts.Subresource == "" {
 		release, err := r.admitValid(ctx, OpUpdate, k, obj, old, opts.DryRun)

@@ -71,7 +71,7 @@ func (s *Server) authorize(c *gin.Context) {
 		c.Set(decisionKey, "allow")
 		c.Set(reasonKey, reason)
 	}
-	c.Request = c.Request.WithContext(authorizer.WithAttributes(ctx, a))
+	c.Request = c.Request.WithContext(withWebhookWarnings(authorizer.WithAttributes(ctx, a), c))
 	c.Next()
 }
 
@@ -100,9 +100,17 @@ func (s *Server) decide(ctx context.Context, a authorizer.Attributes) (authorize
 }
 
 // admit is the registry's admission chain for requests users make: NodeRestriction for
-// nodes, and RBAC's escalation checks for roles and bindings. The apiserver's own writes
-// carry no attributes and pass.
+// nodes and RBAC's escalation checks for roles and bindings, then the mutating webhooks. The
+// apiserver's own writes carry no attributes and pass.
 func (s *Server) admit(ctx context.Context, op registry.Operation, k registry.Key, sub string, obj, old runtime.Object) error {
+	if err := s.admitBuiltin(ctx, op, k, sub, obj, old); err != nil {
+		return err
+	}
+	return s.mutateWebhooks(ctx, op, k, sub, obj, old)
+}
+
+// admitBuiltin is the admission plugins compiled in: NodeRestriction and RBAC's checks.
+func (s *Server) admitBuiltin(ctx context.Context, op registry.Operation, k registry.Key, sub string, obj, old runtime.Object) error {
 	a, ok := authorizer.AttributesFrom(ctx)
 	if !ok || s.access == nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"minik8s.io/apiserver/internal/admission/webhook"
 	"minik8s.io/apiserver/internal/authorizer"
 	"minik8s.io/apiserver/internal/metricsource"
 	"minik8s.io/apiserver/internal/openapi"
@@ -96,6 +97,9 @@ type Server struct {
 	metrics *metricsource.Source
 	// access authorizes and admits; nil allows everything authenticated.
 	access Access
+	// webhooks is the admission webhooks: mutating ones in admit, validating ones in
+	// admitValidated.
+	webhooks *webhook.Plugin
 	// proxyTransport reaches pods and services for their proxy subresource: HTTPS without
 	// verifying the backend's certificate, as kube-apiserver's proxy transport.
 	proxyTransport http.RoundTripper
@@ -111,8 +115,10 @@ func New(cfg Config) *Server {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, proxyTransport: kubeletclient.NewHTTP(DefaultKubeletTimeout).Transport}
+	s.webhooks = webhook.New(webhook.Config{Source: webhookSource{s}, Logger: loggerOr(cfg.Logger).With("part", "webhook"), Now: cfg.Now})
 	s.reg = registry.New(registry.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs,
-		PodCIDRBits: cfg.PodCIDRBits, Admit: s.admit})
+		PodCIDRBits: cfg.PodCIDRBits, Admit: s.admit, AdmitValidated: s.admitValidated,
+		Changed: func(k registry.Key) { s.webhooks.Changed(k.Resource.GVK.Group, k.Resource.Plural) }})
 	if cfg.NewAccess != nil {
 		s.access = cfg.NewAccess(s.reg.Source())
 	}
