@@ -139,6 +139,9 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 	rules = append(rules, schemeRules([]string{"get", "update"}, func(r *scheme.Resource) (string, bool) {
 		return r.Plural + "/scale", r.HasSubresource("scale")
 	})...)
+	// A target may also be a custom resource with a scale subresource, of any group, as
+	// Kubernetes' horizontal-pod-autoscaler role allows.
+	rules = append(rules, rule("get", "update").groups("*").resources("*/scale").rule())
 	rules = append(rules,
 		// ingress: runs nginx pods (and their namespace and Service) for the Ingresses,
 		// hands each pod its configuration through pods/exec (a WebSocket GET, or SPDY's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"minik8s.io/controller/internal/discovery"
 	"slices"
 	"strings"
 
@@ -61,7 +62,7 @@ type Config struct {
 	// Discovery finds the owners' kinds that the static scheme does not know: custom
 	// resources, served from CustomResourceDefinitions. Without it such owners are
 	// unresolvable and their dependents kept.
-	Discovery Discovery
+	Discovery discovery.Discovery
 	// Options' Workers default to 5; Resync is how often every object with owners or a
 	// deletion finalizer is looked at again.
 	reconcile.Options
@@ -72,7 +73,7 @@ type Controller struct {
 	*reconcile.Controller
 	cfg  Config
 	res  map[string]*scheme.Resource
-	disc *discoveryCache
+	disc *discovery.Cache
 	log  *slog.Logger
 }
 
@@ -84,7 +85,7 @@ func New(cfg Config) *Controller {
 	}
 	c := &Controller{cfg: cfg, res: map[string]*scheme.Resource{}, log: cfg.Logger.With("controller", "garbagecollector")}
 	if cfg.Discovery != nil {
-		c.disc = newDiscoveryCache(cfg.Discovery, cfg.Clock)
+		c.disc = discovery.New(cfg.Discovery, cfg.Clock)
 	}
 	b := reconcile.NewController("garbagecollector", cfg.Options)
 	for plural, inf := range cfg.Informers {
@@ -260,7 +261,7 @@ func staticGroup(group string) bool {
 // ownerResource resolves an owner reference's apiVersion and kind, as Kubernetes' collector
 // does through discovery: the static scheme first, then, for a group it does not serve (a
 // custom resource's), the API's discovery. nil: the kind is not served (the reference cannot
-// be followed); errNotServed: the group version is not served at all, so its objects are gone.
+// be followed); discovery.ErrNotServed: the group version is not served at all, so its objects are gone.
 func (c *Controller) ownerResource(ctx context.Context, apiVersion, kind string) (*scheme.Resource, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -269,7 +270,7 @@ func (c *Controller) ownerResource(ctx context.Context, apiVersion, kind string)
 	if r := staticResource(gv, kind); r != nil || staticGroup(gv.Group) || c.disc == nil {
 		return r, nil
 	}
-	return c.disc.resource(ctx, gv, kind)
+	return c.disc.Resource(ctx, gv, kind)
 }
 
 // Reconcile looks at the object of key ("plural/namespace/name"): one being deleted with a
@@ -351,7 +352,7 @@ func (c *Controller) decide(ctx context.Context, res *scheme.Resource, m *metav1
 // the word of a cache that is behind.
 func (c *Controller) ownerState(ctx context.Context, res *scheme.Resource, m metav1.Object, ref metav1.OwnerReference) (OwnerState, error) {
 	owner, err := c.ownerResource(ctx, ref.APIVersion, ref.Kind)
-	if errors.Is(err, errNotServed) {
+	if errors.Is(err, discovery.ErrNotServed) {
 		c.log.Debug("owner's group version not served: the owner is gone", "key", keyOf(res, m), "apiVersion", ref.APIVersion, "kind", ref.Kind)
 		return OwnerAbsent, nil
 	}

@@ -3,6 +3,7 @@ package garbagecollector
 import (
 	"context"
 	"errors"
+	"minik8s.io/controller/internal/discovery"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -246,40 +247,40 @@ func TestDiscoveryCache(t *testing.T) {
 	gv := schema.GroupVersion{Group: "demo.minik8s.io", Version: "v1"}
 	clk := clock.NewFake(time.Unix(1000, 0))
 	disc := &fakeDiscovery{answers: map[string]any{}}
-	d := newDiscoveryCache(disc, clk)
+	d := discovery.New(disc, clk)
 	ctx := t.Context()
 
 	// Not served yet: asked, and asked again once the answer is no longer fresh.
-	if _, err := d.resource(ctx, gv, "EchoApp"); !errors.Is(err, errNotServed) {
-		t.Fatalf("before its definition: err %v, want errNotServed", err)
+	if _, err := d.Resource(ctx, gv, "EchoApp"); !errors.Is(err, discovery.ErrNotServed) {
+		t.Fatalf("before its definition: err %v, want discovery.ErrNotServed", err)
 	}
-	if _, err := d.resource(ctx, gv, "EchoApp"); !errors.Is(err, errNotServed) || disc.count() != 1 {
-		t.Fatalf("a fresh not-served answer: err %v after %d calls, want errNotServed from 1", err, disc.count())
+	if _, err := d.Resource(ctx, gv, "EchoApp"); !errors.Is(err, discovery.ErrNotServed) || disc.count() != 1 {
+		t.Fatalf("a fresh not-served answer: err %v after %d calls, want discovery.ErrNotServed from 1", err, disc.count())
 	}
 	// The definition is made: a miss on an older answer asks again and finds it.
 	disc.set(demoGV, echoApps())
-	clk.Step(2 * discoveryFresh)
-	if r, err := d.resource(ctx, gv, "EchoApp"); err != nil || r == nil || r.Plural != "echoapps" {
+	clk.Step(2 * discovery.Fresh)
+	if r, err := d.Resource(ctx, gv, "EchoApp"); err != nil || r == nil || r.Plural != "echoapps" {
 		t.Fatalf("after its definition: %v, %v; want echoapps", r, err)
 	}
 	calls := disc.count()
 	// Hits come from the cache until the answer expires.
-	clk.Step(discoveryTTL / 2)
-	if r, err := d.resource(ctx, gv, "EchoApp"); err != nil || r == nil || disc.count() != calls {
+	clk.Step(discovery.TTL / 2)
+	if r, err := d.Resource(ctx, gv, "EchoApp"); err != nil || r == nil || disc.count() != calls {
 		t.Fatalf("a cached hit: %v, %v with %d calls, want none more than %d", r, err, disc.count(), calls)
 	}
 	// The definition goes; the cached answer still names the kind until it expires, and the
 	// owner's own read then finds nothing (absent either way).
 	disc.set(demoGV, apierror.New(apierror.ErrNotFound, "gone"))
-	clk.Step(discoveryTTL)
-	if _, err := d.resource(ctx, gv, "EchoApp"); !errors.Is(err, errNotServed) || disc.count() != calls+1 {
-		t.Fatalf("after the answer expired: err %v with %d calls, want errNotServed from %d", err, disc.count(), calls+1)
+	clk.Step(discovery.TTL)
+	if _, err := d.Resource(ctx, gv, "EchoApp"); !errors.Is(err, discovery.ErrNotServed) || disc.count() != calls+1 {
+		t.Fatalf("after the answer expired: err %v with %d calls, want discovery.ErrNotServed from %d", err, disc.count(), calls+1)
 	}
 	// An error is not cached.
 	disc.set(demoGV, errors.New("connection refused"))
-	clk.Step(discoveryTTL + time.Second)
+	clk.Step(discovery.TTL + time.Second)
 	for range 2 {
-		if _, err := d.resource(ctx, gv, "EchoApp"); err == nil || errors.Is(err, errNotServed) {
+		if _, err := d.Resource(ctx, gv, "EchoApp"); err == nil || errors.Is(err, discovery.ErrNotServed) {
 			t.Fatalf("a failed discovery: err %v, want the failure", err)
 		}
 	}
@@ -346,7 +347,7 @@ func TestMetadataOfADiscoveredResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := resourceOf(echoApps(), schema.GroupVersion{Group: "demo.minik8s.io", Version: "v1"}, "EchoApp")
+	res := discovery.ResourceOf(echoApps(), schema.GroupVersion{Group: "demo.minik8s.io", Version: "v1"}, "EchoApp")
 	md := client.Metadata(cl, res)
 	m, err := md.Get(t.Context(), "ns", "app", metav1.GetOptions{})
 	if err != nil {

@@ -2,7 +2,9 @@ package podautoscaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"minik8s.io/controller/internal/discovery"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -35,30 +37,48 @@ type Metrics interface {
 // Recorder reports events (shared/record's Recorder, or its Fake in tests).
 type Recorder = record.EventRecorder
 
-// ClientScales is Scales through the apiserver.
-func ClientScales(c *client.Client) Scales { return clientScales{c} }
+// ClientScales is Scales through the apiserver. Targets of kinds the static scheme does not
+// know (custom resources with a scale subresource) are found through discovery.
+func ClientScales(c *client.Client) Scales {
+	return clientScales{c: c, kinds: discovery.New(c, nil)}
+}
 
-type clientScales struct{ c *client.Client }
+type clientScales struct {
+	c     *client.Client
+	kinds *discovery.Cache
+}
 
 // scaled resolves a scale target to its resource, which must serve the scale subresource.
-func scaled(ref autoscalingv2.CrossVersionObjectReference) (*scheme.Resource, error) {
+func (a clientScales) scaled(ctx context.Context, ref autoscalingv2.CrossVersionObjectReference) (*scheme.Resource, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("invalid API version in scale target reference: %w", err)
 	}
+	var found *scheme.Resource
 	for _, r := range scheme.Resources {
 		if r.GVK.Group == gv.Group && r.GVK.Kind == ref.Kind {
-			if !r.HasSubresource("scale") {
-				return nil, apierror.New(apierror.ErrBadRequest, "%s %s does not have a scale subresource", ref.Kind, ref.Name)
-			}
-			return r, nil
+			found = r
+			break
 		}
 	}
-	return nil, apierror.New(apierror.ErrNotFound, "unable to determine resource for scale target reference: no matches for kind %q in group %q", ref.Kind, gv.Group)
+	if found == nil && a.kinds != nil {
+		r, err := a.kinds.Resource(ctx, gv, ref.Kind)
+		if err != nil && !errors.Is(err, discovery.ErrNotServed) {
+			return nil, err
+		}
+		found = r
+	}
+	if found == nil {
+		return nil, apierror.New(apierror.ErrNotFound, "unable to determine resource for scale target reference: no matches for kind %q in group %q", ref.Kind, gv.Group)
+	}
+	if !found.HasSubresource("scale") {
+		return nil, apierror.New(apierror.ErrBadRequest, "%s %s does not have a scale subresource", ref.Kind, ref.Name)
+	}
+	return found, nil
 }
 
 func (a clientScales) GetScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*autoscalingv1.Scale, error) {
-	res, err := scaled(ref)
+	res, err := a.scaled(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +90,7 @@ func (a clientScales) GetScale(ctx context.Context, namespace string, ref autosc
 }
 
 func (a clientScales) UpdateScale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, scale *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-	res, err := scaled(ref)
+	res, err := a.scaled(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

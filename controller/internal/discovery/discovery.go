@@ -1,4 +1,4 @@
-package garbagecollector
+package discovery
 
 import (
 	"context"
@@ -20,24 +20,24 @@ import (
 )
 
 // Discovery reads the groups the API serves, and the resources of one group version
-// ("demo.minik8s.io/v1"): how the collector finds the custom resources, which the static
-// scheme does not list. *client.Client is one.
+// ("demo.minik8s.io/v1"): how controllers find the custom resources, which the static scheme
+// does not list. *client.Client is one.
 type Discovery interface {
 	ServerGroups(ctx context.Context) (*metav1.APIGroupList, error)
 	ServerResources(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
 }
 
-// errNotServed: the API does not serve the owner reference's group version at all (its
+// ErrNotServed: the API does not serve the owner reference's group version at all (its
 // CustomResourceDefinition was deleted, which deletes all its objects first), so the owner
 // is gone.
-var errNotServed = errors.New("group version not served")
+var ErrNotServed = errors.New("group version not served")
 
 // How long a discovery answer is used. Kinds come and go with CustomResourceDefinitions, so
-// answers are kept briefly; a kind missing from an answer older than discoveryFresh is asked
+// answers are kept briefly; a kind missing from an answer older than Fresh is asked
 // for again before the owner is judged, so a definition made a moment ago is found.
 const (
-	discoveryTTL   = 15 * time.Second
-	discoveryFresh = time.Second
+	TTL   = 15 * time.Second
+	Fresh = time.Second
 )
 
 // discovered is one group version's answer: its resource list, or notServed.
@@ -47,8 +47,8 @@ type discovered struct {
 	at        time.Time
 }
 
-// discoveryCache resolves the kinds of groups the static scheme does not serve.
-type discoveryCache struct {
+// Cache resolves the kinds of groups the static scheme does not serve.
+type Cache struct {
 	disc  Discovery
 	clock clock.Clock
 
@@ -56,48 +56,48 @@ type discoveryCache struct {
 	answers map[string]discovered // by group version
 }
 
-func newDiscoveryCache(disc Discovery, clk clock.Clock) *discoveryCache {
+func New(disc Discovery, clk clock.Clock) *Cache {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &discoveryCache{disc: disc, clock: clk, answers: map[string]discovered{}}
+	return &Cache{disc: disc, clock: clk, answers: map[string]discovered{}}
 }
 
-// resource finds the resource of kind in gv: nil when gv is served without that kind, and
-// errNotServed when gv is not served. Any other error means the answer is unknown.
-func (d *discoveryCache) resource(ctx context.Context, gv schema.GroupVersion, kind string) (*scheme.Resource, error) {
+// Resource finds the resource of kind in gv: nil when gv is served without that kind, and
+// ErrNotServed when gv is not served. Any other error means the answer is unknown.
+func (d *Cache) Resource(ctx context.Context, gv schema.GroupVersion, kind string) (*scheme.Resource, error) {
 	d.mu.Lock()
 	a, ok := d.answers[gv.String()]
 	d.mu.Unlock()
-	if !ok || d.clock.Since(a.at) > discoveryTTL {
+	if !ok || d.clock.Since(a.at) > TTL {
 		var err error
 		if a, err = d.fetch(ctx, gv); err != nil {
 			return nil, err
 		}
 	}
-	if r := resourceOf(a.list, gv, kind); r != nil {
+	if r := ResourceOf(a.list, gv, kind); r != nil {
 		return r, nil
 	}
-	if d.clock.Since(a.at) > discoveryFresh {
+	if d.clock.Since(a.at) > Fresh {
 		var err error
 		if a, err = d.fetch(ctx, gv); err != nil {
 			return nil, err
 		}
-		if r := resourceOf(a.list, gv, kind); r != nil {
+		if r := ResourceOf(a.list, gv, kind); r != nil {
 			return r, nil
 		}
 	}
 	if a.notServed {
 		// Owner references outlive versions: a definition may stop serving the version a
 		// reference names and serve the same objects at another.
-		return d.otherVersion(ctx, gv, kind)
+		return d.OtherVersion(ctx, gv, kind)
 	}
 	return nil, nil
 }
 
-// otherVersion finds kind in the versions of gv's group other than gv, the preferred first;
-// errNotServed when none has it.
-func (d *discoveryCache) otherVersion(ctx context.Context, gv schema.GroupVersion, kind string) (*scheme.Resource, error) {
+// OtherVersion finds kind in the versions of gv's group other than gv, the preferred first;
+// ErrNotServed when none has it.
+func (d *Cache) OtherVersion(ctx context.Context, gv schema.GroupVersion, kind string) (*scheme.Resource, error) {
 	groups, err := d.disc.ServerGroups(ctx)
 	if err != nil {
 		return nil, err
@@ -121,15 +121,15 @@ func (d *discoveryCache) otherVersion(ctx context.Context, gv schema.GroupVersio
 			if err != nil {
 				return nil, err
 			}
-			if r := resourceOf(a.list, other, kind); r != nil {
+			if r := ResourceOf(a.list, other, kind); r != nil {
 				return r, nil
 			}
 		}
 	}
-	return nil, errNotServed
+	return nil, ErrNotServed
 }
 
-func (d *discoveryCache) fetch(ctx context.Context, gv schema.GroupVersion) (discovered, error) {
+func (d *Cache) fetch(ctx context.Context, gv schema.GroupVersion) (discovered, error) {
 	if d.disc == nil {
 		return discovered{}, fmt.Errorf("discover %s: no discovery client", gv)
 	}
@@ -149,10 +149,10 @@ func (d *discoveryCache) fetch(ctx context.Context, gv schema.GroupVersion) (dis
 	return a, nil
 }
 
-// resourceOf builds the resource of kind from a discovery answer, as a custom one: objects of
+// ResourceOf builds the resource of kind from a discovery answer, as a custom one: objects of
 // a kind the scheme does not know are unstructured. Subresources ("echoapps/status") are not
 // resources of their own.
-func resourceOf(list *metav1.APIResourceList, gv schema.GroupVersion, kind string) *scheme.Resource {
+func ResourceOf(list *metav1.APIResourceList, gv schema.GroupVersion, kind string) *scheme.Resource {
 	if list == nil {
 		return nil
 	}
