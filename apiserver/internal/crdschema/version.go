@@ -2,6 +2,9 @@ package crdschema
 
 import (
 	"fmt"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -97,11 +100,11 @@ func NewVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (
 			v.cel = cel.NewValidator(s, true, celconfig.PerCallLimit)
 		}
 	}
-	validator, _, err := apiservervalidation.NewSchemaValidator(props)
+	validator, openapiSchema, err := apiservervalidation.NewSchemaValidator(props)
 	if err != nil {
 		return nil, fmt.Errorf("schema validator of %s/%s: %w", crd.Name, version, err)
 	}
-	v.validator = validator
+	v.validator = reusedValidator{SchemaValidator: validator, create: validate.NewSchemaValidator(openapiSchema, nil, "", strfmt.Default)}
 
 	if sub := ver.Subresources; sub != nil {
 		if sub.Status != nil {
@@ -156,10 +159,17 @@ func (v *Version) Default(obj map[string]any) {
 func (v *Version) Prune(obj map[string]any) {
 	kind, foundKind := obj["kind"]
 	apiVersion, foundAPIVersion := obj["apiVersion"]
-	meta, foundMeta, _, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{DropMalformedFields: true})
-	if err != nil {
-		// metadata is not an object; leave it for Validate to report.
-		foundMeta = false
+	// Metadata goes through ObjectMeta and back, which drops unknown and malformed fields;
+	// metadata already in ObjectMeta's shape would come back the same, so it is left as is.
+	var meta *metav1.ObjectMeta
+	foundMeta := false
+	if m, ok := obj["metadata"].(map[string]any); !ok || !wellFormedMetadata(m) {
+		var err error
+		meta, foundMeta, _, err = schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{DropMalformedFields: true})
+		if err != nil {
+			// metadata is not an object; leave it for Validate to report.
+			foundMeta = false
+		}
 	}
 
 	if !v.preserveUnknownFields {
@@ -183,4 +193,66 @@ func (v *Version) Prune(obj map[string]any) {
 			unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
 		}
 	}
+}
+
+// reusedValidator checks new objects with one schema validator built in advance, as
+// Kubernetes does when ratcheting is off (its ratcheting validator builds one per call, a
+// third of a create's validation); updates keep the ratcheting validator. A kube-openapi
+// SchemaValidator holds no state between calls, so concurrent requests share it.
+type reusedValidator struct {
+	apiservervalidation.SchemaValidator
+	create *validate.SchemaValidator
+}
+
+func (r reusedValidator) Validate(obj any, _ ...apiservervalidation.ValidationOption) *validate.Result {
+	return r.create.Validate(obj)
+}
+
+// wellFormedMetadata reports whether m holds only ObjectMeta fields, each in the shape
+// ObjectMeta decodes and encodes unchanged. Owner references and managed fields take the
+// full round trip.
+func wellFormedMetadata(m map[string]any) bool {
+	for k, val := range m {
+		switch k {
+		case "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion":
+			if _, ok := val.(string); !ok {
+				return false
+			}
+		case "creationTimestamp", "deletionTimestamp":
+			t, ok := val.(string)
+			if !ok {
+				return false
+			}
+			if parsed, err := time.Parse(time.RFC3339, t); err != nil || parsed.UTC().Format(time.RFC3339) != t {
+				return false
+			}
+		case "generation", "deletionGracePeriodSeconds":
+			if _, ok := val.(int64); !ok {
+				return false
+			}
+		case "labels", "annotations":
+			mm, ok := val.(map[string]any)
+			if !ok {
+				return false
+			}
+			for _, x := range mm {
+				if _, ok := x.(string); !ok {
+					return false
+				}
+			}
+		case "finalizers":
+			l, ok := val.([]any)
+			if !ok {
+				return false
+			}
+			for _, x := range l {
+				if _, ok := x.(string); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -366,7 +366,10 @@ func (s *Server) respondWritten(c *gin.Context, out output, code int, res *schem
 // respondStored answers with a stored object: straight from its bytes when the client takes
 // plain JSON (and the bytes are in the expected shape), decoded and encoded otherwise.
 func (s *Server) respondStored(c *gin.Context, out output, code int, res *scheme.Resource, obj runtime.Object, stored []byte, rev int64) {
-	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil && res.Storage == nil && !res.Custom {
+	// A custom object read back gets its schema's defaults, and is stored in its storage
+	// version: only one just written in that version is its stored bytes.
+	custom := res.Custom && (obj == nil || res.StorageVersion != res.GVK.Version)
+	if out.mediaType == jsonMediaType && out.view == viewObject && stored != nil && res.Storage == nil && !custom {
 		if data, ok := storage.WithResourceVersion(stored, rev); ok {
 			c.Data(code, jsonMediaType, s.pretty(c, out, data))
 			return

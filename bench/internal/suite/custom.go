@@ -286,12 +286,20 @@ func (e *env) customThroughput(ctx context.Context, x *ExtensionsReport, note st
 	var took [2]time.Duration
 	var cpu [2]CPUPerOp
 	for r := range cfg.Rounds {
+		var prof *profile
+		if cfg.Profile && r == 0 {
+			prof = e.startProfile(ctx, "custom-throughput", cfg.RoundTime)
+		}
 		before := e.sampleCPU()
 		n, d, last, err := e.runWriters(ctx, cfg.Clients, cfg.RoundTime, func(ctx context.Context, w, i int) (int64, error) {
 			return createItem(ctx, clients[w].items, fmt.Sprintf("tp-%d-%d-%d", r, w, i), note)
 		})
 		if err != nil {
 			return err
+		}
+		if prof != nil {
+			res := prof.wait()
+			e.log.Info("custom resource throughput profile", "path", res.Path, "top", res.Top)
 		}
 		cpu[0] = cpu[0].add(perOp(before, e.sampleCPU(), n))
 		ops[0], took[0] = ops[0]+n, took[0]+d
