@@ -3,8 +3,10 @@ package crdschema
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"math"
 	"strings"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
@@ -173,6 +175,11 @@ func objectMeta(obj *unstructured.Unstructured) (*metav1.ObjectMeta, field.Error
 	if !ok {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, fmt.Sprintf("expected map[string]interface{}, got %T", raw))}
 	}
+	if wellFormedMetadata(m) {
+		// The common case, without the converter's reflection.
+		fillObjectMeta(m, meta)
+		return meta, nil
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, meta); err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, err.Error())}
 	}
@@ -218,4 +225,50 @@ func validateReplicas(obj *unstructured.Unstructured, path string) field.ErrorLi
 // splitPath turns a scale path such as ".spec.replicas" into its fields.
 func splitPath(p string) []string {
 	return strings.Split(strings.TrimPrefix(p, "."), ".")
+}
+
+// fillObjectMeta copies metadata that wellFormedMetadata accepted into meta.
+func fillObjectMeta(m map[string]any, meta *metav1.ObjectMeta) {
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	strMap := func(k string) map[string]string {
+		mm, ok := m[k].(map[string]any)
+		if !ok {
+			return nil
+		}
+		out := make(map[string]string, len(mm))
+		for key, v := range mm {
+			out[key], _ = v.(string)
+		}
+		return out
+	}
+	timeOf := func(k string) *metav1.Time {
+		s, ok := m[k].(string)
+		if !ok {
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return nil
+		}
+		mt := metav1.NewTime(t)
+		return &mt
+	}
+	meta.Name, meta.GenerateName, meta.Namespace = str("name"), str("generateName"), str("namespace")
+	meta.SelfLink, meta.UID, meta.ResourceVersion = str("selfLink"), types.UID(str("uid")), str("resourceVersion")
+	meta.Generation, _ = m["generation"].(int64)
+	if g, ok := m["deletionGracePeriodSeconds"].(int64); ok {
+		meta.DeletionGracePeriodSeconds = &g
+	}
+	if t := timeOf("creationTimestamp"); t != nil {
+		meta.CreationTimestamp = *t
+	}
+	meta.DeletionTimestamp = timeOf("deletionTimestamp")
+	meta.Labels, meta.Annotations = strMap("labels"), strMap("annotations")
+	if l, ok := m["finalizers"].([]any); ok {
+		meta.Finalizers = make([]string, 0, len(l))
+		for _, f := range l {
+			s, _ := f.(string)
+			meta.Finalizers = append(meta.Finalizers, s)
+		}
+	}
 }

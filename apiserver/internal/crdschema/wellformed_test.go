@@ -1,6 +1,12 @@
 package crdschema
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 func TestWellFormedMetadata(t *testing.T) {
 	for _, tc := range []struct {
@@ -33,5 +39,24 @@ func TestWellFormedMetadata(t *testing.T) {
 	}
 	if _, ok := m["labels"]; ok {
 		t.Errorf("malformed labels survived pruning: %v", m)
+	}
+}
+
+// fillObjectMeta reads well-formed metadata as the converter does.
+func TestFillObjectMetaMatchesTheConverter(t *testing.T) {
+	m := map[string]any{"name": "w", "generateName": "w-", "namespace": "d", "uid": "u", "resourceVersion": "5",
+		"generation": int64(3), "deletionGracePeriodSeconds": int64(30), "creationTimestamp": "2026-01-02T03:04:05Z",
+		"deletionTimestamp": "2026-01-02T03:05:05Z", "labels": map[string]any{"a": "b"},
+		"annotations": map[string]any{"c": "d"}, "finalizers": []any{"x", "y"}}
+	if !wellFormedMetadata(m) {
+		t.Fatal("sample not well formed")
+	}
+	var want, got metav1.ObjectMeta
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &want); err != nil {
+		t.Fatal(err)
+	}
+	fillObjectMeta(m, &got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fillObjectMeta differs from the converter (-want +got):\n%s", diff)
 	}
 }

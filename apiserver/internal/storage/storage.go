@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strconv"
 )
 
@@ -83,14 +84,19 @@ type Interface interface {
 
 // metadataOpen is where a stored object's metadata begins. Objects are stored as JSON of the
 // typed Go structs, which put type meta first, so it is the first occurrence in the value.
+// Custom objects are JSON of maps, keys sorted: apiVersion, kind, then metadata, which is
+// the first occurrence when nothing but those two strings comes before it.
 var metadataOpen = []byte(`"metadata":{`)
+
+// sortedTypeMeta is how a custom object's stored JSON starts before its metadata.
+var sortedTypeMeta = regexp.MustCompile(`^\{"apiVersion":"[^"\\]*","kind":"[^"\\]*",$`)
 
 // WithResourceVersion returns a stored value with metadata.resourceVersion set to rev (values
 // are stored without it: it is the revision, known only after the write), without decoding
 // it. ok is false for a value not in the stored shape; callers then decode it.
 func WithResourceVersion(stored []byte, rev int64) (out []byte, ok bool) {
 	i := bytes.Index(stored, metadataOpen)
-	if i < 0 || !bytes.HasPrefix(stored, []byte(`{"kind":`)) {
+	if i < 0 || !(bytes.HasPrefix(stored, []byte(`{"kind":`)) || sortedTypeMeta.Match(stored[:i])) {
 		return nil, false
 	}
 	i += len(metadataOpen)
