@@ -131,7 +131,7 @@ var controllerResources = []string{
 	// The garbage collector follows the owner references of every kind but events.
 	"configmaps", "secrets", "serviceaccounts", "functions", "workflows", "workflowexecutions",
 	"roles", "rolebindings", "clusterrolebindings", "priorityclasses", "replicationcontrollers", "networkpolicies", "ingressclasses",
-	"limitranges", "customresourcedefinitions",
+	"limitranges", "customresourcedefinitions", "validatingwebhookconfigurations", "mutatingwebhookconfigurations",
 }
 
 // CustomDeletedBinding is the controller-manager's binding for the deletions of custom
