@@ -156,7 +156,14 @@ func (v *Version) Default(obj map[string]any) {
 // nullable nor defaulted. apiVersion and kind are kept; metadata at the root
 // and in embedded resources is reduced to the fields of ObjectMeta, dropping
 // malformed ones (as upstream does when it reads stored objects).
-func (v *Version) Prune(obj map[string]any) {
+func (v *Version) Prune(obj map[string]any) { v.prune(obj, false) }
+
+// PruneUnknown is Prune that also returns the paths of the fields it dropped from outside
+// metadata ("spec.colour"), which strict field validation reports as Kubernetes does.
+func (v *Version) PruneUnknown(obj map[string]any) []string { return v.prune(obj, true) }
+
+func (v *Version) prune(obj map[string]any, track bool) []string {
+	var unknown []string
 	kind, foundKind := obj["kind"]
 	apiVersion, foundAPIVersion := obj["apiVersion"]
 	// Metadata goes through ObjectMeta and back, which drops unknown and malformed fields;
@@ -173,7 +180,7 @@ func (v *Version) Prune(obj map[string]any) {
 	}
 
 	if !v.preserveUnknownFields {
-		structuralpruning.Prune(obj, v.structural, true)
+		unknown = structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})
 		if v.structural != nil {
 			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
 		}
@@ -193,6 +200,7 @@ func (v *Version) Prune(obj map[string]any) {
 			unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
 		}
 	}
+	return unknown
 }
 
 // reusedValidator checks new objects with one schema validator built in advance, as

@@ -224,6 +224,16 @@ func (r *Registry) Decode(res *scheme.Resource, data []byte, rev int64) (runtime
 	return obj, nil
 }
 
+// PruneUnknown drops from a custom object what its schema does not know, and returns the
+// paths of the fields dropped, for strict field validation to report.
+func (r *Registry) PruneUnknown(res *scheme.Resource, obj runtime.Object) []string {
+	u, st, err := r.customObject(res, obj)
+	if err != nil {
+		return nil
+	}
+	return st.v.PruneUnknown(u.Object)
+}
+
 // Scale reads the scale subresource's fields of a custom object.
 func (r *Registry) Scale(res *scheme.Resource, obj runtime.Object) (spec, status int32, selector string, err error) {
 	u, st, err := r.customObject(res, obj)

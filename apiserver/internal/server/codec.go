@@ -147,7 +147,7 @@ func decodeInto(c *gin.Context, res *scheme.Resource, data []byte, obj runtime.O
 // decodeObject decodes a request body as an object of the target's kind, checking the
 // apiVersion and kind it names. Strict decoding problems are reported only after the kind
 // check, so a body of the wrong kind says so rather than listing its unknown fields.
-func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
+func (s *Server) decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
 	format, err := bodyFormat(c, res)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func decodeObject(c *gin.Context, res *scheme.Resource, data []byte, directive s
 			return nil, apierror.New(apierror.ErrBadRequest, "the body of the request is not valid YAML: %v", err)
 		}
 	}
-	return decodeJSONObject(c, res, data, directive)
+	return s.decodeJSONObject(c, res, data, directive)
 }
 
 // toStored converts an object decoded as res's kind to the kind it is stored as. An
@@ -205,7 +205,7 @@ func toServed(res *scheme.Resource, obj runtime.Object) (runtime.Object, error) 
 }
 
 // decodeJSONObject is decodeObject for JSON, which patches also produce.
-func decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
+func (s *Server) decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
 	obj := res.New()
 	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
@@ -221,6 +221,12 @@ func decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directi
 	}
 	if v := tm.GetAPIVersion(); v != "" && v != want.GroupVersion().String() {
 		return nil, apierror.New(apierror.ErrBadRequest, "the API version in the body (%s) does not match the API version of the endpoint (%s)", v, want.GroupVersion().String())
+	}
+	if res.Custom && directive != metav1.FieldValidationIgnore {
+		// A custom object's unknown fields are those its schema prunes, as in Kubernetes.
+		for _, path := range s.reg.PruneUnknown(res, obj) {
+			strictErrs = append(strictErrs, fmt.Errorf("unknown field %q", path))
+		}
 	}
 	if err := applyDirective(c, strictErrs, directive); err != nil {
 		return nil, err

@@ -171,6 +171,27 @@ func TestCustomResourceDefinitionServesItsResource(t *testing.T) {
 		}
 	})
 
+	t.Run("unknown fields under each field validation directive", func(t *testing.T) {
+		body := func(name string) string {
+			return `{"apiVersion":"` + group + `/v1","kind":"Widget","metadata":{"name":"` + name + `"},"spec":{"color":"red","colour":"blue"}}`
+		}
+		var status metav1.Status
+		code, _ := h.do("POST", base+"?fieldValidation=Strict", "application/json", body("strict"), &status)
+		if code != http.StatusBadRequest || status.Message != `strict decoding error: unknown field "spec.colour"` {
+			t.Errorf("Strict: %d %q, want 400 naming spec.colour", code, status.Message)
+		}
+		var got unstructured.Unstructured
+		code, header := h.do("POST", base, "application/json", body("warned"), &got)
+		if _, found, _ := unstructured.NestedString(got.Object, "spec", "colour"); code != http.StatusCreated || found ||
+			header.Get("Warning") != `299 - "unknown field \"spec.colour\""` {
+			t.Errorf("Warn (the default): %d, Warning %q, colour kept %v", code, header.Get("Warning"), found)
+		}
+		code, header = h.do("POST", base+"?fieldValidation=Ignore", "application/json", body("ignored"), nil)
+		if code != http.StatusCreated || header.Get("Warning") != "" {
+			t.Errorf("Ignore: %d, Warning %q", code, header.Get("Warning"))
+		}
+	})
+
 	t.Run("deleting the definition deletes its objects, then stops serving", func(t *testing.T) {
 		h.mustDo(http.StatusOK, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets."+group, "", nil, nil)
 		h.eventually("the definition is gone", func() bool {

@@ -93,7 +93,7 @@ func (s *Server) create(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	obj, err := readObject(c, t, opts.FieldValidation)
+	obj, err := s.readObject(c, t, opts.FieldValidation)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -107,12 +107,12 @@ func (s *Server) create(c *gin.Context, t target) {
 }
 
 // readObject reads the body of a create or update as an object of the target's kind.
-func readObject(c *gin.Context, t target, directive string) (runtime.Object, error) {
+func (s *Server) readObject(c *gin.Context, t target, directive string) (runtime.Object, error) {
 	data, err := readBody(c)
 	if err != nil {
 		return nil, err
 	}
-	return decodeObject(c, t.res, data, fieldValidation(directive))
+	return s.decodeObject(c, t.res, data, fieldValidation(directive))
 }
 
 // update handles PUT on the main endpoint and on status.
@@ -126,7 +126,7 @@ func (s *Server) update(c *gin.Context, t target) {
 		writeError(c, err)
 		return
 	}
-	obj, err := readObject(c, t, opts.FieldValidation)
+	obj, err := s.readObject(c, t, opts.FieldValidation)
 	if err != nil {
 		writeError(c, err)
 		return
@@ -206,7 +206,7 @@ func (s *Server) patch(c *gin.Context, t target) {
 			if err != nil {
 				return nil, "", err
 			}
-			obj, err := decodeJSONObject(c, t.res, patched, directive)
+			obj, err := s.decodeJSONObject(c, t.res, patched, directive)
 			if err != nil {
 				return nil, "", err
 			}
@@ -244,7 +244,7 @@ func (s *Server) applyCreate(c *gin.Context, out output, t target, data []byte, 
 		writeError(c, apierror.New(apierror.ErrBadRequest, "the apply configuration is not valid YAML: %v", err))
 		return
 	}
-	obj, err := decodeJSONObject(c, t.res, j, directive)
+	obj, err := s.decodeJSONObject(c, t.res, j, directive)
 	if err != nil {
 		writeError(c, err)
 		return
