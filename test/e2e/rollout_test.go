@@ -156,6 +156,12 @@ func TestRollouts(t *testing.T) {
 		// The client: one request at a time from r1 through the ClusterIP, each answer's pod
 		// name on a line (or FAIL), until the stop file appears.
 		stop := filepath.Join(dir, "stop-client")
+		// A rolled-out Deployment is not yet a Service every node has programmed: wait (up to
+		// 60 s) until r1 reaches it before counting.
+		ready := fmt.Sprintf(`for i in $(seq 600); do curl -s -m 3 -o /dev/null %s && exit 0; sleep 0.1; done; exit 1`, url)
+		if out, err := c.script(t.Context(), nil, "node.sh", "exec", r1.name, "--", "sh", "-c", ready); err != nil {
+			t.Fatalf("r1 never reached the Service at %s: %v\n%s", url, err, out)
+		}
 		script := fmt.Sprintf(`while [ ! -e %s ]; do b=$(curl -s -m 3 %s); rc=$?; echo "$b" | grep -o '"hostname": *"[^"]*"' || echo "FAIL curl-exit=$rc at $(date +%%T.%%N)"; sleep 0.05; done`, stop, url)
 		var (
 			wg   sync.WaitGroup
