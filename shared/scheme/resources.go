@@ -19,6 +19,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -55,6 +56,25 @@ type Resource struct {
 	// served version reads and writes the same objects, only apiVersion differs (a CRD's None
 	// conversion).
 	StorageVersion string
+}
+
+// Unstructured returns New and NewList for a kind known only at run time (a custom
+// resource): unstructured objects and lists stamped with gvk and its list kind (listKind, or
+// the kind with "List").
+func Unstructured(gvk schema.GroupVersionKind, listKind string) (newObj, newList func() runtime.Object) {
+	if listKind == "" {
+		listKind = gvk.Kind + "List"
+	}
+	listGVK := gvk.GroupVersion().WithKind(listKind)
+	return func() runtime.Object {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetGroupVersionKind(gvk)
+			return u
+		}, func() runtime.Object {
+			l := &unstructured.UnstructuredList{Object: map[string]any{}}
+			l.SetGroupVersionKind(listGVK)
+			return l
+		}
 }
 
 // StoragePlural is the resource's name in storage keys and on the bus: the plural, and for a

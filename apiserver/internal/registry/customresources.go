@@ -1,9 +1,13 @@
 package registry
 
 import (
+	"slices"
+	"strings"
+
 	"context"
 	"encoding/json"
 	"errors"
+	"k8s.io/apimachinery/pkg/version"
 	"sort"
 	"sync"
 	"time"
@@ -113,54 +117,11 @@ func (c *customResources) resources() []*scheme.Resource {
 			return a.Group < b.Group
 		}
 		if a.Version != b.Version {
-			return versionPriority(a.Version) > versionPriority(b.Version)
+			return version.CompareKubeAwareVersionStrings(a.Version, b.Version) > 0
 		}
 		return out[i].Plural < out[j].Plural
 	})
 	return out
-}
-
-// versionPriority ranks a Kubernetes-style version (v2 > v1 > v1beta2 > v1beta1 > v1alpha1 >
-// anything else).
-func versionPriority(v string) int {
-	var major, minor int
-	var kind string
-	if n, _ := scanVersion(v, &major, &kind, &minor); n == 0 {
-		return 0
-	}
-	rank := map[string]int{"": 3, "beta": 2, "alpha": 1}[kind]
-	return rank*1_000_000 + major*1_000 + minor
-}
-
-func scanVersion(v string, major *int, kind *string, minor *int) (int, error) {
-	if len(v) < 2 || v[0] != 'v' {
-		return 0, errors.New("not a version")
-	}
-	i := 1
-	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-		*major = *major*10 + int(v[i]-'0')
-		i++
-	}
-	if i == 1 {
-		return 0, errors.New("not a version")
-	}
-	rest := v[i:]
-	for _, k := range []string{"alpha", "beta"} {
-		if len(rest) > len(k) && rest[:len(k)] == k {
-			*kind = k
-			for _, ch := range rest[len(k):] {
-				if ch < '0' || ch > '9' {
-					return 0, errors.New("not a version")
-				}
-				*minor = *minor*10 + int(ch-'0')
-			}
-			return 1, nil
-		}
-	}
-	if rest != "" {
-		return 0, errors.New("not a version")
-	}
-	return 1, nil
 }
 
 // storedResources are the storage versions' resources of every definition.
@@ -308,25 +269,13 @@ func (r *Registry) customResourcesOf(crd *apiextensionsv1.CustomResourceDefiniti
 // customResourceOf describes one version of a custom resource.
 func customResourceOf(group string, v apiextensionsv1.CustomResourceDefinitionVersion, names apiextensionsv1.CustomResourceDefinitionNames, namespaced bool, storageVersion string) *scheme.Resource {
 	gvk := schema.GroupVersionKind{Group: group, Version: v.Name, Kind: names.Kind}
-	listGVK := gvk.GroupVersion().WithKind(names.ListKind)
-	if names.ListKind == "" {
-		listGVK.Kind = names.Kind + "List"
-	}
 	res := &scheme.Resource{GVK: gvk, Plural: names.Plural, Singular: names.Singular, Namespaced: namespaced,
 		ShortNames: names.ShortNames, Categories: names.Categories, DeleteCollection: true,
 		Custom: true, StorageVersion: storageVersion,
-		New: func() runtime.Object {
-			u := &unstructured.Unstructured{Object: map[string]any{}}
-			u.SetGroupVersionKind(gvk)
-			return u
-		},
-		NewList: func() runtime.Object {
-			l := &unstructured.UnstructuredList{Object: map[string]any{}}
-			l.SetGroupVersionKind(listGVK)
-			return l
-		}}
+	}
+	res.New, res.NewList = scheme.Unstructured(gvk, names.ListKind)
 	if res.Singular == "" {
-		res.Singular = lower(names.Kind)
+		res.Singular = strings.ToLower(names.Kind)
 	}
 	if v.Subresources != nil {
 		if v.Subresources.Status != nil {
@@ -337,16 +286,6 @@ func customResourceOf(group string, v apiextensionsv1.CustomResourceDefinitionVe
 		}
 	}
 	return res
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // serveDefinition serves what crd defines now, or stops serving it once it is gone (nil
@@ -500,7 +439,7 @@ func (r *Registry) cleanupDefinitions(ctx context.Context) (pending bool, err er
 	}
 	for _, item := range list.Items {
 		crd := item.(*apiextensionsv1.CustomResourceDefinition)
-		if crd.DeletionTimestamp == nil || !hasFinalizer(crd.Finalizers, cleanupFinalizer) {
+		if crd.DeletionTimestamp == nil || !slices.Contains(crd.Finalizers, cleanupFinalizer) {
 			continue
 		}
 		left, err := r.deleteCustomObjects(ctx, crd)
@@ -513,7 +452,7 @@ func (r *Registry) cleanupDefinitions(ctx context.Context) (pending bool, err er
 		}
 		_, err = r.Update(ctx, Key{Resource: crdRes, Name: crd.Name}, UpdateOptions{}, func(cur runtime.Object, _ storage.KV) (runtime.Object, string, error) {
 			c := cur.(*apiextensionsv1.CustomResourceDefinition)
-			c.Finalizers = withoutFinalizer(c.Finalizers, cleanupFinalizer)
+			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == cleanupFinalizer })
 			return c, "", nil
 		})
 		if err != nil && !errors.Is(err, apierror.ErrNotFound) {
@@ -562,23 +501,4 @@ func (r *Registry) deleteCustomObjects(ctx context.Context, crd *apiextensionsv1
 		return 0, err
 	}
 	return len(again.Items), nil
-}
-
-func hasFinalizer(list []string, f string) bool {
-	for _, x := range list {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
-func withoutFinalizer(list []string, f string) []string {
-	out := list[:0:0]
-	for _, x := range list {
-		if x != f {
-			out = append(out, x)
-		}
-	}
-	return out
 }

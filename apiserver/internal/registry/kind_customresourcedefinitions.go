@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -66,7 +67,7 @@ func acceptDefinition(crd *apiextensionsv1.CustomResourceDefinition) {
 		names.ListKind = names.Kind + "List"
 	}
 	if names.Singular == "" {
-		names.Singular = lower(names.Kind)
+		names.Singular = strings.ToLower(names.Kind)
 	}
 	crd.Status.AcceptedNames = names
 	for _, v := range crd.Spec.Versions {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s.io/shared/apierror"
@@ -163,10 +161,9 @@ func ResourceOf(list *metav1.APIResourceList, gv schema.GroupVersion, kind strin
 		res := &scheme.Resource{
 			GVK: gv.WithKind(kind), Plural: r.Name, Singular: r.SingularName, Namespaced: r.Namespaced,
 			ShortNames: r.ShortNames, Categories: r.Categories, DeleteCollection: slices.Contains(r.Verbs, "deletecollection"),
-			Custom:  true,
-			New:     func() runtime.Object { return &unstructured.Unstructured{} },
-			NewList: func() runtime.Object { return &unstructured.UnstructuredList{} },
+			Custom: true,
 		}
+		res.New, res.NewList = scheme.Unstructured(res.GVK, "")
 		if res.Singular == "" {
 			res.Singular = strings.ToLower(kind)
 		}

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik8s.io/shared/scheme"
@@ -63,26 +61,16 @@ func New(lists []*metav1.APIResourceList) *Mapper {
 // describe is a served resource as the client needs it, its objects unstructured: discovery
 // says all there is to know of a kind kubectl has no Go type for, such as a custom resource.
 func describe(gv schema.GroupVersion, r metav1.APIResource, singular string, subresources []string) *scheme.Resource {
-	gvk := gv.WithKind(r.Kind)
-	listGVK := gv.WithKind(r.Kind + "List")
-	return &scheme.Resource{
-		GVK: gvk, Plural: r.Name, Singular: singular, Namespaced: r.Namespaced,
+	res := &scheme.Resource{
+		GVK: gv.WithKind(r.Kind), Plural: r.Name, Singular: singular, Namespaced: r.Namespaced,
 		ShortNames: r.ShortNames, Categories: r.Categories, Subresources: subresources,
 		DeleteCollection: slices.Contains(r.Verbs, "deletecollection"),
 		// What is not in kubectl's scheme is served from a CustomResourceDefinition here; the
 		// flag keeps strategic merge patches away from it.
 		Custom: true,
-		New: func() runtime.Object {
-			u := &unstructured.Unstructured{Object: map[string]any{}}
-			u.SetGroupVersionKind(gvk)
-			return u
-		},
-		NewList: func() runtime.Object {
-			l := &unstructured.UnstructuredList{Object: map[string]any{}}
-			l.SetGroupVersionKind(listGVK)
-			return l
-		},
 	}
+	res.New, res.NewList = scheme.Unstructured(res.GVK, "")
+	return res
 }
 
 // NoMatchError says no served resource answers to what was asked; its message is kubectl's.
