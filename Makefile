@@ -52,6 +52,8 @@ test: test-compose test-standalone ## all tests of all modules (integration test
 	test $$tests = 0 && test $$refreshed = 0
 	@echo "restarting RabbitMQ under a running apiserver (alone: it cuts every broker connection)"
 	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart' ./test/e2e/
+	@echo "the example operator across a stop and start of the whole cluster (alone: it stops every component)"
+	MINIK8S_E2E_CLUSTER_RESTART=1 go test -count=1 -timeout 15m -run '^TestOperatorAcrossAClusterRestart$$' ./test/e2e/
 
 test-unit: test-standalone ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
 	go test -short -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)

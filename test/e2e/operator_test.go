@@ -72,76 +72,11 @@ func requireOperatorImages(t *testing.T) {
 // CRD takes every EchoApp and (through garbage collection) their Deployments, and uninstalling
 // the chart leaves nothing behind.
 func TestOperatorOnMakeUp(t *testing.T) {
-	c := requireMakeUp(t)
-	requireOperatorImages(t)
-	ns := c.namespace(t, "e2e-operator")
-	k := c.kubectls(t)[0] // the real kubectl, as users run it
-	helm := helmRunner(t, c.kubeconfig)
-	dir := t.TempDir()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoApps := dyn.Resource(echoAppsGVR).Namespace(ns)
+	o := newOperatorRun(t)
+	k, ns, echoApps, dyn := o.k, o.ns, o.echoApps, o.dyn
+	step := o.step
 
-	// Cleanups run last first: the CRD (and with it every EchoApp), then the release, then
-	// the namespace; each is a no-op once the test did it.
-	installed, crdDeleted := false, false
-	t.Cleanup(func() {
-		if installed {
-			helm("uninstall", operatorRelease, "--namespace", ns)
-		}
-	})
-	t.Cleanup(func() {
-		if !crdDeleted {
-			_, _ = execErr(context.Background(), realKubectl, "--kubeconfig", c.kubeconfig, "delete", "crd", echoAppCRD, "--ignore-not-found")
-		}
-	})
-
-	apply := func(name, spec string) result {
-		t.Helper()
-		file := filepath.Join(dir, name+".yaml")
-		writeFile(t, file, fmt.Sprintf(echoAppManifest, name, ns, spec))
-		return k.run(t, "apply", "-f", file)
-	}
-	jsonpath := func(obj, path string) string {
-		t.Helper()
-		return strings.TrimSpace(k.ok(t, "-n", ns, "get", obj, "-o", "jsonpath="+path).stdout)
-	}
-	// waitPath waits until obj's jsonpath reads want.
-	waitPath := func(obj, path, want string) {
-		t.Helper()
-		eventually(t, operatorWaitLong, fmt.Sprintf("%s %s to be %q", obj, path, want), func() bool {
-			out := k.run(t, "-n", ns, "get", obj, "-o", "jsonpath="+path)
-			return out.err == nil && strings.TrimSpace(out.stdout) == want
-		})
-	}
-	available := `{.status.conditions[?(@.type=="Available")].status}`
-	step := func(name string, f func(t *testing.T)) {
-		if !t.Run(name, f) {
-			t.FailNow()
-		}
-	}
-
-	step("install", func(t *testing.T) {
-		out := helm("install", operatorRelease, chartPath(t, "echo-operator"), "--namespace", ns)
-		installed = true
-		if !strings.Contains(out, "STATUS: deployed") {
-			t.Errorf("helm install printed:\n%s", out)
-		}
-		waitPath("deployment/"+operatorRelease, `{.status.conditions[?(@.type=="Available")].status}`, "True")
-		waitPath("deployment/"+operatorRelease, "{.status.readyReplicas}", "1")
-		// The webhooks answer only once the Service has the ready pod as an endpoint.
-		waitPath("endpoints/"+operatorRelease+"-webhook", "{.subsets[0].addresses[0].targetRef.kind}", "Pod")
-		eventually(t, operatorWaitLong, "a leader to hold the operator's Lease", func() bool {
-			out := k.run(t, "-n", ns, "get", "lease/echo-operator.demo.minik8s.io", "-o", "jsonpath={.spec.holderIdentity}")
-			return out.err == nil && strings.HasPrefix(strings.TrimSpace(out.stdout), operatorRelease+"-")
-		})
-	})
+	step("install", o.install)
 
 	step("discovery", func(t *testing.T) {
 		out := k.ok(t, "api-resources", "--api-group=demo.minik8s.io").stdout
@@ -157,24 +92,24 @@ func TestOperatorOnMakeUp(t *testing.T) {
 	})
 
 	step("create", func(t *testing.T) {
-		if r := apply("web", "  message: hello from minik8s\n"); r.err != nil || strings.TrimSpace(r.stdout) != "echoapp.demo.minik8s.io/web created" {
+		if r := o.apply(t, "web", "  message: hello from minik8s\n"); r.err != nil || strings.TrimSpace(r.stdout) != "echoapp.demo.minik8s.io/web created" {
 			t.Fatalf("kubectl apply:\n%s", r)
 		}
 		// The schema's default and the mutating webhook's, in the stored object.
-		if got := jsonpath("echoapp/web", "{.spec.replicas}/{.spec.tier}"); got != "1/free" {
+		if got := o.jsonpath(t, "echoapp/web", "{.spec.replicas}/{.spec.tier}"); got != "1/free" {
 			t.Errorf("replicas/tier %q, want 1/free (schema default and mutating webhook)", got)
 		}
 		for _, kind := range []string{"deployment", "service"} {
-			waitPath(kind+"/web", "{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}", "EchoApp/web/true")
+			o.waitPath(t, kind+"/web", "{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}", "EchoApp/web/true")
 		}
-		if got := jsonpath("deployment/web", `{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].env[?(@.name=="MESSAGE")].value}`); got != "minik8s/echo:1.0 hello from minik8s" {
+		if got := o.jsonpath(t, "deployment/web", `{.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].env[?(@.name=="MESSAGE")].value}`); got != "minik8s/echo:1.0 hello from minik8s" {
 			t.Errorf("deployment image and MESSAGE %q", got)
 		}
-		if got := jsonpath("service/web", "{.spec.type} {.spec.ports[0].port} {.spec.ports[0].targetPort}"); got != "ClusterIP 80 8080" {
+		if got := o.jsonpath(t, "service/web", "{.spec.type} {.spec.ports[0].port} {.spec.ports[0].targetPort}"); got != "ClusterIP 80 8080" {
 			t.Errorf("service type and ports %q, want ClusterIP 80 8080", got)
 		}
-		waitPath("echoapp/web", available, "True")
-		if got := jsonpath("echoapp/web", "{.status.replicas}/{.status.readyReplicas} {.status.selector}"); got != "1/1 app.kubernetes.io/name=web" {
+		o.waitPath(t, "echoapp/web", availablePath, "True")
+		if got := o.jsonpath(t, "echoapp/web", "{.status.replicas}/{.status.readyReplicas} {.status.selector}"); got != "1/1 app.kubernetes.io/name=web" {
 			t.Errorf("status %q, want 1/1 app.kubernetes.io/name=web", got)
 		}
 		for _, resource := range []string{"echoapps", "ea"} {
@@ -195,11 +130,11 @@ func TestOperatorOnMakeUp(t *testing.T) {
 		if out := k.ok(t, "-n", ns, "scale", "echoapp/web", "--replicas=2").stdout; strings.TrimSpace(out) != "echoapp.demo.minik8s.io/web scaled" {
 			t.Errorf("kubectl scale printed %q", out)
 		}
-		if got := jsonpath("echoapp/web", "{.spec.replicas}"); got != "2" {
+		if got := o.jsonpath(t, "echoapp/web", "{.spec.replicas}"); got != "2" {
 			t.Errorf("spec.replicas %s after kubectl scale, want 2", got)
 		}
-		waitPath("deployment/web", "{.spec.replicas}", "2")
-		waitPath("echoapp/web", "{.status.readyReplicas} "+available, "2 True")
+		o.waitPath(t, "deployment/web", "{.spec.replicas}", "2")
+		o.waitPath(t, "echoapp/web", "{.status.readyReplicas} "+availablePath, "2 True")
 		var scale struct {
 			Spec   struct{ Replicas int } `json:"spec"`
 			Status struct {
@@ -218,11 +153,11 @@ func TestOperatorOnMakeUp(t *testing.T) {
 
 	step("drift", func(t *testing.T) {
 		k.ok(t, "-n", ns, "scale", "deployment/web", "--replicas=5")
-		waitPath("deployment/web", "{.spec.replicas}", "2")
+		o.waitPath(t, "deployment/web", "{.spec.replicas}", "2")
 		k.ok(t, "-n", ns, "delete", "service/web")
-		waitPath("service/web", "{.spec.ports[0].port}/{.metadata.ownerReferences[0].name}", "80/web")
+		o.waitPath(t, "service/web", "{.spec.ports[0].port}/{.metadata.ownerReferences[0].name}", "80/web")
 		k.ok(t, "-n", ns, "set", "env", "deployment/web", "MESSAGE=changed by hand")
-		waitPath("deployment/web", `{.spec.template.spec.containers[0].env[?(@.name=="MESSAGE")].value}`, "hello from minik8s")
+		o.waitPath(t, "deployment/web", `{.spec.template.spec.containers[0].env[?(@.name=="MESSAGE")].value}`, "hello from minik8s")
 	})
 
 	step("refused", func(t *testing.T) {
@@ -242,7 +177,7 @@ func TestOperatorOnMakeUp(t *testing.T) {
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				r := apply("bad", tc.spec)
+				r := o.apply(t, "bad", tc.spec)
 				if r.err == nil {
 					t.Fatalf("accepted:\n%s", r)
 				}
@@ -327,46 +262,151 @@ func TestOperatorOnMakeUp(t *testing.T) {
 			defer mu.Unlock()
 			return added["web"] == "free" && added["second"] == "free"
 		})
-		waitPath("echoapp/second", available, "True")
+		o.waitPath(t, "echoapp/second", availablePath, "True")
 	})
 
-	step("delete the CRD", func(t *testing.T) {
-		k.ok(t, "delete", "crd", echoAppCRD)
-		crdDeleted = true
-		eventually(t, operatorWaitLong, "the EchoApps' Deployments to be collected", func() bool {
-			out := k.run(t, "-n", ns, "get", "deployments", "-l", "app.kubernetes.io/managed-by=echo-operator", "-o", "name")
-			return out.err == nil && strings.TrimSpace(out.stdout) == ""
-		})
-		if out := k.ok(t, "api-resources", "--api-group=demo.minik8s.io").stdout; strings.Contains(out, "echoapps") {
-			t.Errorf("kubectl api-resources still lists echoapps:\n%s", out)
-		}
-		if r := k.run(t, "get", "--raw", "/apis/demo.minik8s.io/v1/namespaces/"+ns+"/echoapps"); r.err == nil {
-			t.Errorf("echoapps still served:\n%s", r)
-		}
-		if _, err := echoApps.List(t.Context(), metav1.ListOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("dynamic list after the CRD's deletion: %v, want NotFound", err)
-		}
-	})
+	step("delete the CRD", o.deleteCRD)
+	step("uninstall", o.uninstall)
+}
 
-	step("uninstall", func(t *testing.T) {
-		helm("uninstall", operatorRelease, "--namespace", ns)
-		installed = false
-		eventually(t, operatorWaitLong, "the operator's pods to go", func() bool {
-			out := k.run(t, "-n", ns, "get", "pods", "-o", "name")
-			return out.err == nil && strings.TrimSpace(out.stdout) == ""
-		})
-		left := k.ok(t, "-n", ns, "get", "all,serviceaccounts,secrets,roles,rolebindings", "-o", "name").stdout
-		for _, line := range strings.Fields(left) {
-			if line != "serviceaccount/default" {
-				t.Errorf("left behind in %s after uninstall: %s", ns, line)
-			}
-		}
-		cluster := k.ok(t, "get", "clusterroles,clusterrolebindings,validatingwebhookconfigurations,mutatingwebhookconfigurations",
-			"-l", "app.kubernetes.io/instance="+operatorRelease, "-o", "name").stdout
-		if strings.TrimSpace(cluster) != "" {
-			t.Errorf("cluster-scoped objects left behind after uninstall:\n%s", cluster)
+// operatorRun is one install of the example operator's chart on the make up cluster, in a
+// namespace of its own, driven with the real kubectl as a user would.
+type operatorRun struct {
+	t        *testing.T
+	c        *makeUpCluster
+	k        kubectl
+	ns, dir  string
+	helm     func(args ...string) string
+	dyn      *dynamic.DynamicClient
+	echoApps dynamic.ResourceInterface
+
+	installed, crdDeleted bool
+}
+
+func newOperatorRun(t *testing.T) *operatorRun {
+	c := requireMakeUp(t)
+	requireOperatorImages(t)
+	o := &operatorRun{t: t, c: c, ns: c.namespace(t, "e2e-operator"), dir: t.TempDir(), helm: helmRunner(t, c.kubeconfig)}
+	o.k = c.kubectls(t)[0] // the real kubectl, as users run it
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	o.echoApps = o.dyn.Resource(echoAppsGVR).Namespace(o.ns)
+
+	// Cleanups run last first: the CRD (and with it every EchoApp), then the release, then
+	// the namespace; each is a no-op once the test did it.
+	t.Cleanup(func() {
+		if o.installed {
+			o.helm("uninstall", operatorRelease, "--namespace", o.ns)
 		}
 	})
+	t.Cleanup(func() {
+		if !o.crdDeleted {
+			_, _ = execErr(context.Background(), realKubectl, "--kubeconfig", c.kubeconfig, "delete", "crd", echoAppCRD, "--ignore-not-found")
+		}
+	})
+	return o
+}
+
+// step runs f as a subtest and stops the test where it fails: later steps build on it.
+func (o *operatorRun) step(name string, f func(t *testing.T)) {
+	if !o.t.Run(name, f) {
+		o.t.FailNow()
+	}
+}
+
+// apply applies an EchoApp whose spec is the indented body given.
+func (o *operatorRun) apply(t *testing.T, name, spec string) result {
+	t.Helper()
+	file := filepath.Join(o.dir, name+".yaml")
+	writeFile(t, file, fmt.Sprintf(echoAppManifest, name, o.ns, spec))
+	return o.k.run(t, "apply", "-f", file)
+}
+
+func (o *operatorRun) jsonpath(t *testing.T, obj, path string) string {
+	t.Helper()
+	return strings.TrimSpace(o.k.ok(t, "-n", o.ns, "get", obj, "-o", "jsonpath="+path).stdout)
+}
+
+// waitPath waits until obj's jsonpath reads want.
+func (o *operatorRun) waitPath(t *testing.T, obj, path, want string) {
+	t.Helper()
+	eventually(t, operatorWaitLong, fmt.Sprintf("%s %s to be %q", obj, path, want), func() bool {
+		out := o.k.run(t, "-n", o.ns, "get", obj, "-o", "jsonpath="+path)
+		return out.err == nil && strings.TrimSpace(out.stdout) == want
+	})
+}
+
+const availablePath = `{.status.conditions[?(@.type=="Available")].status}`
+
+// install installs the chart and waits until the operator leads and its webhooks answer.
+func (o *operatorRun) install(t *testing.T) {
+	out := o.helm("install", operatorRelease, chartPath(t, "echo-operator"), "--namespace", o.ns)
+	o.installed = true
+	if !strings.Contains(out, "STATUS: deployed") {
+		t.Errorf("helm install printed:\n%s", out)
+	}
+	o.waitReady(t)
+}
+
+// waitReady waits until the operator's Deployment is available, its webhook Service has the
+// ready pod as an endpoint (the webhooks answer only then) and a replica holds the Lease.
+func (o *operatorRun) waitReady(t *testing.T) {
+	t.Helper()
+	o.waitPath(t, "deployment/"+operatorRelease, availablePath, "True")
+	o.waitPath(t, "deployment/"+operatorRelease, "{.status.readyReplicas}", "1")
+	o.waitPath(t, "endpoints/"+operatorRelease+"-webhook", "{.subsets[0].addresses[0].targetRef.kind}", "Pod")
+	eventually(t, operatorWaitLong, "a leader to hold the operator's Lease", func() bool {
+		out := o.k.run(t, "-n", o.ns, "get", "lease/echo-operator.demo.minik8s.io", "-o", "jsonpath={.spec.holderIdentity}")
+		return out.err == nil && strings.HasPrefix(strings.TrimSpace(out.stdout), operatorRelease+"-")
+	})
+}
+
+// deleteCRD deletes the CRD and checks that every EchoApp, their Deployments and the
+// resource itself are gone.
+func (o *operatorRun) deleteCRD(t *testing.T) {
+	k, ns := o.k, o.ns
+	k.ok(t, "delete", "crd", echoAppCRD)
+	o.crdDeleted = true
+	eventually(t, operatorWaitLong, "the EchoApps' Deployments to be collected", func() bool {
+		out := k.run(t, "-n", ns, "get", "deployments", "-l", "app.kubernetes.io/managed-by=echo-operator", "-o", "name")
+		return out.err == nil && strings.TrimSpace(out.stdout) == ""
+	})
+	if out := k.ok(t, "api-resources", "--api-group=demo.minik8s.io").stdout; strings.Contains(out, "echoapps") {
+		t.Errorf("kubectl api-resources still lists echoapps:\n%s", out)
+	}
+	if r := k.run(t, "get", "--raw", "/apis/demo.minik8s.io/v1/namespaces/"+ns+"/echoapps"); r.err == nil {
+		t.Errorf("echoapps still served:\n%s", r)
+	}
+	if _, err := o.echoApps.List(t.Context(), metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("dynamic list after the CRD's deletion: %v, want NotFound", err)
+	}
+}
+
+// uninstall uninstalls the chart and checks that it leaves nothing behind.
+func (o *operatorRun) uninstall(t *testing.T) {
+	k, ns := o.k, o.ns
+	o.helm("uninstall", operatorRelease, "--namespace", ns)
+	o.installed = false
+	eventually(t, operatorWaitLong, "the operator's pods to go", func() bool {
+		out := k.run(t, "-n", ns, "get", "pods", "-o", "name")
+		return out.err == nil && strings.TrimSpace(out.stdout) == ""
+	})
+	left := k.ok(t, "-n", ns, "get", "all,serviceaccounts,secrets,roles,rolebindings", "-o", "name").stdout
+	for _, line := range strings.Fields(left) {
+		if line != "serviceaccount/default" {
+			t.Errorf("left behind in %s after uninstall: %s", ns, line)
+		}
+	}
+	cluster := k.ok(t, "get", "clusterroles,clusterrolebindings,validatingwebhookconfigurations,mutatingwebhookconfigurations",
+		"-l", "app.kubernetes.io/instance="+operatorRelease, "-o", "name").stdout
+	if strings.TrimSpace(cluster) != "" {
+		t.Errorf("cluster-scoped objects left behind after uninstall:\n%s", cluster)
+	}
 }
 
 func unstructuredNames(items []unstructured.Unstructured) []string {
