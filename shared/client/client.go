@@ -211,7 +211,7 @@ func (r *Request) Body(obj any) *Request {
 	case []byte:
 		r.body = b
 	default:
-		data, err := json.Marshal(obj)
+		data, err := scheme.MarshalJSON(obj)
 		if err != nil && r.err == nil {
 			r.err = fmt.Errorf("encode request body: %w", err)
 		}

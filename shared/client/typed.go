@@ -250,7 +250,7 @@ func (t *Typed[T, L]) encode(obj T) (string, []byte, error) {
 		cp.GetObjectKind().SetGroupVersionKind(t.res.GVK)
 		obj = cp.(T)
 	}
-	data, err := json.Marshal(obj)
+	data, err := scheme.MarshalJSON(obj)
 	if err != nil {
 		return "", nil, fmt.Errorf("encode %s: %w", t.res.Singular, err)
 	}

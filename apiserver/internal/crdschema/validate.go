@@ -3,7 +3,6 @@ package crdschema
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"math"
 	"strings"
 	"time"
@@ -14,15 +13,14 @@ import (
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiextensionsfeatures "k8s.io/apiextensions-apiserver/pkg/features"
-	"k8s.io/apimachinery/pkg/api/operation"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
-	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
 
@@ -42,7 +40,7 @@ func (v *Version) Validate(obj, old *unstructured.Unstructured) field.ErrorList 
 	var schemaOpts []apiservervalidation.ValidationOption
 	var celOpts []cel.Option
 	if old == nil {
-		errs = append(errs, v.validateObjectMeta(ctx, obj, nil)...)
+		errs = append(errs, v.validateObjectMeta(obj, nil)...)
 		errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj.Object, v.validator)...)
 	} else {
 		if ratcheting() {
@@ -50,17 +48,19 @@ func (v *Version) Validate(obj, old *unstructured.Unstructured) field.ErrorList 
 			schemaOpts = append(schemaOpts, apiservervalidation.WithRatcheting(co))
 			celOpts = append(celOpts, cel.WithRatcheting(co))
 		}
-		errs = append(errs, v.validateObjectMeta(ctx, obj, old)...)
+		errs = append(errs, v.validateObjectMeta(obj, old)...)
 		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, obj.Object, old.Object, v.validator, schemaOpts...)...)
 	}
 	errs = append(errs, v.validateScaleSpec(obj)...)
 	errs = append(errs, v.validateScaleStatus(obj)...)
 
 	// Embedded resources are checked the same way on create and update.
-	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj.Object, v.structural, false)...)
+	if v.embedded {
+		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj.Object, v.structural, false)...)
+	}
 
 	// A list-type violation already in old does not block an update.
-	if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0 {
+	if v.listTypes && (old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0) {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj.Object)...)
 	}
 
@@ -94,13 +94,13 @@ func (v *Version) ValidateStatus(obj, old *unstructured.Unstructured) field.Erro
 			celOpts = append(celOpts, cel.WithRatcheting(co))
 		}
 	}
-	errs = append(errs, v.validateObjectMeta(ctx, obj, old)...)
+	errs = append(errs, v.validateObjectMeta(obj, old)...)
 	if status, ok := obj.Object["status"]; ok {
 		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, oldStatus, v.statusValidator, schemaOpts...)...)
 	}
 	errs = append(errs, v.validateScaleStatus(obj)...)
 
-	if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj.Object); len(newErrs) > 0 {
+	if newErrs := v.validateListTypes(obj); len(newErrs) > 0 {
 		if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0 {
 			errs = append(errs, newErrs...)
 		}
@@ -108,6 +108,13 @@ func (v *Version) ValidateStatus(obj, old *unstructured.Unstructured) field.Erro
 
 	errs = append(errs, v.validateCEL(ctx, errs, obj, old, celOpts)...)
 	return errs
+}
+
+func (v *Version) validateListTypes(obj *unstructured.Unstructured) field.ErrorList {
+	if !v.listTypes {
+		return nil
+	}
+	return structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj.Object)
 }
 
 func ratcheting() bool {
@@ -149,20 +156,21 @@ func (v *Version) validateTypeMeta(obj *unstructured.Unstructured) field.ErrorLi
 
 // validateObjectMeta validates metadata on create (old == nil: the name must
 // be a DNS subdomain) or update (immutable fields).
-func (v *Version) validateObjectMeta(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+func (v *Version) validateObjectMeta(obj, old *unstructured.Unstructured) field.ErrorList {
 	meta, errs := objectMeta(obj)
 	if len(errs) > 0 {
 		return errs
 	}
-	enabled := utilfeature.DefaultFeatureGate.Enabled(features.DeclarativeValidationBeta)
+	// ObjectMeta's declarative rules are all alpha, which Kubernetes does not enforce: the
+	// handwritten validation is the whole of it.
 	if old == nil {
-		return metavalidation.ValidateObjectMetaDeclaratively(ctx, operation.Create, meta, nil, v.namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"), enabled)
+		return metavalidation.ValidateObjectMeta(meta, v.namespaced, metavalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	}
 	oldMeta, errs := objectMeta(old)
 	if len(errs) > 0 {
 		return errs
 	}
-	return metavalidation.ValidateObjectMetaDeclaratively(ctx, operation.Update, meta, oldMeta, v.namespaced, nil, field.NewPath("metadata"), enabled)
+	return metavalidation.ValidateObjectMetaUpdate(meta, oldMeta, field.NewPath("metadata"))
 }
 
 func objectMeta(obj *unstructured.Unstructured) (*metav1.ObjectMeta, field.ErrorList) {

@@ -123,6 +123,11 @@ func TestValidateCreate(t *testing.T) {
 			},
 		},
 		{
+			name: "set list with a duplicate",
+			obj:  "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {color: red, tags: [a, a]}",
+			want: []string{`spec.tags[1]: Duplicate value: "a"`},
+		},
+		{
 			name: "object metadata",
 			obj:  "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: Bad_Name, labels: {'bad key!': x}, annotations: {'a/b/c': x}}\nspec: {color: red}",
 			want: []string{

@@ -2,8 +2,7 @@ package crdschema
 
 import (
 	"fmt"
-	"k8s.io/kube-openapi/pkg/validation/strfmt"
-	"k8s.io/kube-openapi/pkg/validation/validate"
+	"strings"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -19,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 )
 
 // Version is what serving one version of a CRD needs. It is built once per
@@ -29,11 +31,18 @@ type Version struct {
 	preserveUnknownFields bool
 
 	// structural is nil when the version has no schema.
-	structural      *structuralschema.Structural
+	structural *structuralschema.Structural
+	// defaults is structural reduced to the schemas that hold a default or have one below
+	// them, which is all defaulting visits; nil when there are none.
+	defaults        *structuralschema.Structural
 	validator       apiservervalidation.SchemaValidator
 	statusValidator apiservervalidation.SchemaValidator
 	// cel is nil when the schema has no x-kubernetes-validations.
 	cel *cel.Validator
+
+	// embedded and listTypes say whether the schema has any x-kubernetes-embedded-resource
+	// or set/map x-kubernetes-list-type: without, the walks that look for them are skipped.
+	embedded, listTypes bool
 
 	hasStatus bool
 	scale     *apiextensions.CustomResourceSubresourceScale
@@ -97,6 +106,11 @@ func NewVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (
 				}
 			}
 			v.structural = s
+			v.defaults = defaultsOnly(s)
+			v.embedded = anySchema(s, func(s *structuralschema.Structural) bool { return s.XEmbeddedResource })
+			v.listTypes = anySchema(s, func(s *structuralschema.Structural) bool {
+				return s.XListType != nil && (*s.XListType == "set" || *s.XListType == "map")
+			})
 			v.cel = cel.NewValidator(s, true, celconfig.PerCallLimit)
 		}
 	}
@@ -104,7 +118,7 @@ func NewVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) (
 	if err != nil {
 		return nil, fmt.Errorf("schema validator of %s/%s: %w", crd.Name, version, err)
 	}
-	v.validator = reusedValidator{SchemaValidator: validator, create: validate.NewSchemaValidator(openapiSchema, nil, "", strfmt.Default)}
+	v.validator = reusedValidator{SchemaValidator: validator, create: newCreateValidator(openapiSchema)}
 
 	if sub := ver.Subresources; sub != nil {
 		if sub.Status != nil {
@@ -145,10 +159,40 @@ func (v *Version) HasScale() bool { return v.scale != nil }
 // every decode: on writes after pruning, and on reads of stored objects so
 // that defaults added to a schema later show up in old objects.
 func (v *Version) Default(obj map[string]any) {
-	if v.structural == nil {
+	if v.defaults == nil {
 		return
 	}
-	structuraldefaulting.Default(obj, v.structural)
+	structuraldefaulting.Default(obj, v.defaults)
+}
+
+// defaultsOnly is s without the schemas that neither hold a default nor have one below them;
+// nil when none is left. Defaulting with it does what defaulting with s does (a schema
+// without defaults changes nothing), without walking the rest of the object.
+func defaultsOnly(s *structuralschema.Structural) *structuralschema.Structural {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	out.Properties = nil
+	for name, prop := range s.Properties {
+		if d := defaultsOnly(&prop); d != nil {
+			if out.Properties == nil {
+				out.Properties = map[string]structuralschema.Structural{}
+			}
+			out.Properties[name] = *d
+		}
+	}
+	out.Items = defaultsOnly(s.Items)
+	out.AdditionalProperties = nil
+	if ap := s.AdditionalProperties; ap != nil {
+		if d := defaultsOnly(ap.Structural); d != nil {
+			out.AdditionalProperties = &structuralschema.StructuralOrBool{Structural: d, Bool: ap.Bool}
+		}
+	}
+	if out.Default.Object == nil && out.Properties == nil && out.Items == nil && out.AdditionalProperties == nil {
+		return nil
+	}
+	return &out
 }
 
 // Prune drops the fields of obj that the schema does not specify, except
@@ -181,12 +225,14 @@ func (v *Version) prune(obj map[string]any, track bool) []string {
 
 	if !v.preserveUnknownFields {
 		unknown = structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})
-		if v.structural != nil {
+		if v.structural != nil && hasNull(obj) {
 			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
 		}
 	}
-	// Embedded resources: type-check TypeMeta and reduce their metadata.
-	_ = schemaobjectmeta.Coerce(nil, obj, v.structural, false, true)
+	if v.embedded {
+		// Embedded resources: type-check TypeMeta and reduce their metadata.
+		_ = schemaobjectmeta.Coerce(nil, obj, v.structural, false, true)
+	}
 
 	if foundKind {
 		obj["kind"] = kind
@@ -203,6 +249,47 @@ func (v *Version) prune(obj map[string]any, track bool) []string {
 	return unknown
 }
 
+// anySchema reports whether s or any schema under it satisfies f.
+func anySchema(s *structuralschema.Structural, f func(*structuralschema.Structural) bool) bool {
+	if s == nil {
+		return false
+	}
+	if f(s) {
+		return true
+	}
+	for k := range s.Properties {
+		p := s.Properties[k]
+		if anySchema(&p, f) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && anySchema(s.AdditionalProperties.Structural, f) {
+		return true
+	}
+	return anySchema(s.Items, f)
+}
+
+// hasNull reports whether v holds a null anywhere: only then can there be nulls to prune.
+func hasNull(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if hasNull(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasNull(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // reusedValidator checks new objects with one schema validator built in advance, as
 // Kubernetes does when ratcheting is off (its ratcheting validator builds one per call, a
 // third of a create's validation); updates keep the ratcheting validator. A kube-openapi
@@ -214,6 +301,41 @@ type reusedValidator struct {
 
 func (r reusedValidator) Validate(obj any, _ ...apiservervalidation.ValidationOption) *validate.Result {
 	return r.create.Validate(obj)
+}
+
+// newCreateValidator is kube-openapi's validator of root that also reuses the validators of
+// the schemas below it: kube-openapi builds a validator for every field of every object at
+// every call, most of a create's validation. Those reached from the root through named
+// properties are built here once, keyed by the path kube-openapi gives them ("spec.replicas");
+// fields under arrays (their paths carry indices) are still built per call. Names with a dot
+// are left out, so that a path names one schema: in a structural schema an object has either
+// properties or additionalProperties, so no map key's path can equal a property's.
+func newCreateValidator(root *spec.Schema) *validate.SchemaValidator {
+	built := map[string]*validate.SchemaValidator{}
+	reuse := func(o *validate.SchemaValidatorOptions) {
+		o.NewValidatorForField = func(_ string, schema *spec.Schema, rootSchema any, path string, formats strfmt.Registry, opts ...validate.Option) validate.ValueValidator {
+			if v, ok := built[path]; ok {
+				return v
+			}
+			return validate.NewSchemaValidator(schema, rootSchema, path, formats, opts...)
+		}
+	}
+	var walk func(s *spec.Schema, path string)
+	walk = func(s *spec.Schema, path string) {
+		for name, prop := range s.Properties {
+			if strings.Contains(name, ".") {
+				continue
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			built[p] = validate.NewSchemaValidator(&prop, root, p, strfmt.Default, reuse)
+			walk(&prop, p)
+		}
+	}
+	walk(root, "")
+	return validate.NewSchemaValidator(root, nil, "", strfmt.Default, reuse)
 }
 
 // wellFormedMetadata reports whether m holds only ObjectMeta fields, each in the shape

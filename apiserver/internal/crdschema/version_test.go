@@ -5,8 +5,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/yaml"
 )
 
 func TestNewVersionUnknown(t *testing.T) {
@@ -337,5 +342,55 @@ func TestFieldsClusterScoped(t *testing.T) {
 	got := v.Fields(object(t, "apiVersion: example.com/v2\nkind: Widget\nmetadata: {name: w2}"))
 	if diff := cmp.Diff(fields.Set{"metadata.name": "w2"}, got); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
+	}
+}
+
+// Defaulting with the reduced schema does what defaulting with the whole one does, under
+// arrays and maps too.
+func TestDefaultsOnlyDefaultsAsTheWholeSchema(t *testing.T) {
+	var props apiextensionsv1.JSONSchemaProps
+	if err := yaml.Unmarshal([]byte(`
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      plain: {type: string}
+      nullable: {type: string, nullable: true}
+      ports:
+        type: array
+        items: {type: object, properties: {port: {type: integer}, protocol: {type: string, default: TCP}}}
+      names: {type: array, items: {type: string}}
+      limits:
+        type: object
+        additionalProperties: {type: object, properties: {max: {type: integer, default: 10}, min: {type: integer}}}
+      labels: {type: object, additionalProperties: {type: string}}
+`), &props); err != nil {
+		t.Fatal(err)
+	}
+	var internal apiextensions.JSONSchemaProps
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&props, &internal, nil); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := structuralschema.NewStructural(&internal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reduced := defaultsOnly(whole)
+	if reduced == nil || len(reduced.Properties["spec"].Properties) != 2 {
+		t.Fatalf("reduced schema keeps %v under spec, want ports and limits", reduced)
+	}
+	for _, in := range []string{
+		"kind: W\nspec: {plain: a, nullable: null, names: [x, null], labels: {a: b, c: null}}",
+		"kind: W\nspec: {ports: [{port: 1}, {port: 2, protocol: UDP}, null], limits: {cpu: {min: 1}, mem: {max: 3}, gpu: null}}",
+		"kind: W\nspec: null",
+		"kind: W\nother: {ports: [{}]}",
+	} {
+		got, want := object(t, in).Object, object(t, in).Object
+		structuraldefaulting.Default(want, whole)
+		structuraldefaulting.Default(got, reduced)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-whole +reduced):\n%s", in, diff)
+		}
 	}
 }

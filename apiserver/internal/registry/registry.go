@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik8s.io/apiserver/internal/allocator"
@@ -230,7 +231,7 @@ func EncodeStored(obj runtime.Object, res *scheme.Resource) ([]byte, error) {
 	}
 	rv := m.GetResourceVersion()
 	m.SetResourceVersion("")
-	data, err := json.Marshal(obj)
+	data, err := scheme.MarshalJSON(obj)
 	m.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
 	return data, err
@@ -239,7 +240,13 @@ func EncodeStored(obj runtime.Object, res *scheme.Resource) ([]byte, error) {
 // DecodeStored decodes a stored value and stamps the revision it was read at.
 func DecodeStored(res *scheme.Resource, data []byte, rev int64) (runtime.Object, error) {
 	obj := res.New()
-	if err := json.Unmarshal(data, obj); err != nil {
+	var err error
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.Object, err = scheme.UnmarshalContent(data)
+	} else {
+		err = json.Unmarshal(data, obj)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decode stored %s: %w", res.Plural, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK)

@@ -206,8 +206,15 @@ func toServed(res *scheme.Resource, obj runtime.Object) (runtime.Object, error) 
 
 // decodeJSONObject is decodeObject for JSON, which patches also produce.
 func (s *Server) decodeJSONObject(c *gin.Context, res *scheme.Resource, data []byte, directive string) (runtime.Object, error) {
-	obj := res.New()
-	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	var obj runtime.Object
+	var strictErrs []error
+	var err error
+	if res.Custom {
+		obj, strictErrs, err = decodeCustomObject(data)
+	} else {
+		obj = res.New()
+		strictErrs, err = kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	}
 	if err != nil {
 		return nil, apierror.New(apierror.ErrBadRequest, "the body of the request could not be decoded: %v", cleanJSONError(err))
 	}
@@ -233,6 +240,24 @@ func (s *Server) decodeJSONObject(c *gin.Context, res *scheme.Resource, data []b
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
 	return toStored(res, obj)
+}
+
+// decodeCustomObject reads a custom object in one pass, as a map: duplicate fields are strict
+// errors as in typed objects, and a missing kind is refused as Kubernetes' unstructured
+// decoder refuses it.
+func decodeCustomObject(data []byte) (*unstructured.Unstructured, []error, error) {
+	var m map[string]any
+	strictErrs, err := kjson.UnmarshalStrict(data, &m, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		return nil, nil, errors.New("the body is not a JSON object")
+	}
+	if k, ok := m["kind"].(string); !ok || k == "" {
+		return nil, nil, runtime.NewMissingKindErr(string(data))
+	}
+	return &unstructured.Unstructured{Object: m}, strictErrs, nil
 }
 
 // writeError answers with the Status an error maps to.
@@ -302,7 +327,7 @@ func (s *Server) encode(out output, obj runtime.Object) ([]byte, error) {
 	case yamlMediaType:
 		return yaml.Marshal(obj)
 	}
-	return json.Marshal(obj)
+	return scheme.MarshalJSON(obj)
 }
 
 // partialMetadata reduces an object or list to PartialObjectMetadata(List).

@@ -192,6 +192,31 @@ func TestCustomResourceDefinitionServesItsResource(t *testing.T) {
 		}
 	})
 
+	t.Run("duplicate fields and a missing kind", func(t *testing.T) {
+		var status metav1.Status
+		dup := `{"apiVersion":"` + group + `/v1","kind":"Widget","metadata":{"name":"dup"},"spec":{"color":"red","color":"blue"}}`
+		code, _ := h.do("POST", base+"?fieldValidation=Strict", "application/json", dup, &status)
+		if code != http.StatusBadRequest || status.Message != `strict decoding error: duplicate field "spec.color"` {
+			t.Errorf("Strict with a duplicate field: %d %q, want 400 naming spec.color", code, status.Message)
+		}
+		var got unstructured.Unstructured
+		code, header := h.do("POST", base, "application/json", dup, &got)
+		if color, _, _ := unstructured.NestedString(got.Object, "spec", "color"); code != http.StatusCreated || color != "blue" ||
+			header.Get("Warning") != `299 - "duplicate field \"spec.color\""` {
+			t.Errorf("Warn with a duplicate field: %d, Warning %q, color %q (want the last, blue)", code, header.Get("Warning"), color)
+		}
+		status = metav1.Status{}
+		code, _ = h.do("POST", base, "application/json", `{"apiVersion":"`+group+`/v1","metadata":{"name":"nokind"},"spec":{"color":"red"}}`, &status)
+		if code != http.StatusBadRequest || !strings.Contains(status.Message, "Object 'Kind' is missing") {
+			t.Errorf("no kind: %d %q, want 400 saying the kind is missing", code, status.Message)
+		}
+		for _, body := range []string{`[]`, `null`, `"widget"`} {
+			if code, _ = h.do("POST", base, "application/json", body, nil); code != http.StatusBadRequest {
+				t.Errorf("body %s: %d, want 400", body, code)
+			}
+		}
+	})
+
 	t.Run("deleting the definition deletes its objects, then stops serving", func(t *testing.T) {
 		h.mustDo(http.StatusOK, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets."+group, "", nil, nil)
 		h.eventually("the definition is gone", func() bool {

@@ -81,4 +81,4 @@ func checkPatchType(res *scheme.Resource, pt types.PatchType) error {
 
 func yamlToJSON(data []byte) ([]byte, error) { return yaml.YAMLToJSON(data) }
 
-func encodeJSON(obj runtime.Object) ([]byte, error) { return json.Marshal(obj) }
+func encodeJSON(obj runtime.Object) ([]byte, error) { return scheme.MarshalJSON(obj) }
