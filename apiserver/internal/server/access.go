@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sauthorizer "k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"minik8s.io/apiserver/internal/admission/noderestriction"
 	"minik8s.io/apiserver/internal/authorizer"
@@ -171,4 +172,27 @@ func reviewAttributes(u authorizer.User, ra *authorizationv1.ResourceAttributes,
 			Namespace: ra.Namespace, Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name}
 	}
 	return authorizer.Attributes{User: u, Verb: nra.Verb, Path: nra.Path}
+}
+
+// celAuthorizer answers the authorizer checks of admission CEL expressions (webhooks'
+// matchConditions) with this server's authorization, as kube-apiserver gives them its own.
+type celAuthorizer struct{ s *Server }
+
+func (c celAuthorizer) Authorize(ctx context.Context, a k8sauthorizer.Attributes) (k8sauthorizer.Decision, string, error) {
+	var u authorizer.User
+	if info := a.GetUser(); info != nil {
+		u = authorizer.User{Name: info.GetName(), UID: info.GetUID(), Groups: info.GetGroups(), Extra: info.GetExtra()}
+	}
+	d, reason, err := c.s.decide(ctx, authorizer.Attributes{
+		User: u, Verb: a.GetVerb(), ResourceRequest: a.IsResourceRequest(), Path: a.GetPath(),
+		APIGroup: a.GetAPIGroup(), APIVersion: a.GetAPIVersion(), Namespace: a.GetNamespace(),
+		Resource: a.GetResource(), Subresource: a.GetSubresource(), Name: a.GetName(),
+	})
+	switch d {
+	case authorizer.Allow:
+		return k8sauthorizer.DecisionAllow, reason, err
+	case authorizer.Deny:
+		return k8sauthorizer.DecisionDeny, reason, err
+	}
+	return k8sauthorizer.DecisionNoOpinion, reason, err
 }

@@ -115,7 +115,8 @@ func New(cfg Config) *Server {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, proxyTransport: kubeletclient.NewHTTP(DefaultKubeletTimeout).Transport}
-	s.webhooks = webhook.New(webhook.Config{Source: webhookSource{s}, Logger: loggerOr(cfg.Logger).With("part", "webhook"), Now: cfg.Now})
+	s.webhooks = webhook.New(webhook.Config{Source: webhookSource{s}, Logger: loggerOr(cfg.Logger).With("part", "webhook"), Now: cfg.Now,
+		Authorizer: celAuthorizer{s}})
 	s.reg = registry.New(registry.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs,
 		PodCIDRBits: cfg.PodCIDRBits, Admit: s.admit, AdmitValidated: s.admitValidated,
 		Changed: func(k registry.Key) { s.webhooks.Changed(k.Resource.GVK.Group, k.Resource.Plural) }})

@@ -211,3 +211,38 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return data
 }
+
+// A webhook's matchConditions (CEL) pick the writes it is called about, after its rules and
+// selectors; a configuration whose expression does not compile is refused with its field path.
+func TestAdmissionWebhookMatchConditions(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	h.mustDo(http.StatusOK, "PATCH", "/api/v1/namespaces/"+ns, "application/merge-patch+json",
+		`{"metadata":{"labels":{"webhook-test":"`+ns+`"}}}`, nil)
+	pods := "/api/v1/namespaces/" + ns + "/pods"
+	refuser := webhooktest.Start(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: 403, Message: "checked and refused"}}
+	})
+	hook := webhookFor(ns, "conditional", refuser.URL, refuser.CABundle, admissionregistrationv1.Fail, 5, "pods")
+	name := "conditional-" + ns
+	t.Cleanup(func() { h.do("DELETE", vwcPath+"/"+name, "", nil, nil) })
+
+	hook.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "checked", Expression: `object.metadata.name.startsWith(`}}
+	h.refused("POST", vwcPath, validatingConfig(name, hook), http.StatusUnprocessableEntity, "webhooks[0].matchConditions[0].expression: Invalid value")
+
+	hook.MatchConditions = []admissionregistrationv1.MatchCondition{
+		{Name: "checked", Expression: `object.metadata.name.startsWith("checked-")`},
+		{Name: "by-admin", Expression: `request.userInfo.username == "admin"`},
+	}
+	h.mustDo(http.StatusCreated, "POST", vwcPath, "", validatingConfig(name, hook), nil)
+	h.mustDo(http.StatusCreated, "POST", pods, "", podManifest("free", nil), nil)
+	h.refused("POST", pods, podManifest("checked-one", nil), http.StatusForbidden, "checked and refused")
+	if n := len(refuser.Requests()); n != 1 {
+		t.Errorf("the webhook was called %d times, want once (for checked-one only)", n)
+	}
+
+	// A condition that fails to evaluate refuses the write under failurePolicy Fail.
+	hook.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "label", Expression: `object.metadata.labels["absent"] == "x"`}}
+	h.mustDo(http.StatusOK, "PUT", vwcPath+"/"+name, "", withVersion(validatingConfig(name, hook), h), nil)
+	h.refused("POST", pods, podManifest("unlabelled", map[string]string{"app": "x"}), http.StatusForbidden, `pods "unlabelled" is forbidden:`)
+}

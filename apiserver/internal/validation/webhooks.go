@@ -10,6 +10,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	admissionwebhook "minik8s.io/apiserver/internal/admission/webhook"
 )
 
 // ValidatingWebhookConfiguration and MutatingWebhookConfiguration are validated as Kubernetes'
@@ -38,23 +40,24 @@ var (
 
 // webhook is what both kinds of webhook share, for one validation.
 type webhook struct {
-	name           string
-	clientConfig   admissionregistrationv1.WebhookClientConfig
-	rules          []admissionregistrationv1.RuleWithOperations
-	failurePolicy  *admissionregistrationv1.FailurePolicyType
-	matchPolicy    *admissionregistrationv1.MatchPolicyType
-	nsSelector     *metav1.LabelSelector
-	objSelector    *metav1.LabelSelector
-	sideEffects    *admissionregistrationv1.SideEffectClass
-	timeoutSeconds *int32
-	reviewVersions []string
+	name            string
+	clientConfig    admissionregistrationv1.WebhookClientConfig
+	rules           []admissionregistrationv1.RuleWithOperations
+	failurePolicy   *admissionregistrationv1.FailurePolicyType
+	matchPolicy     *admissionregistrationv1.MatchPolicyType
+	nsSelector      *metav1.LabelSelector
+	objSelector     *metav1.LabelSelector
+	sideEffects     *admissionregistrationv1.SideEffectClass
+	timeoutSeconds  *int32
+	reviewVersions  []string
+	matchConditions []admissionregistrationv1.MatchCondition
 }
 
 func validateValidatingWebhooks(c *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
 	hooks := make([]webhook, len(c.Webhooks))
 	for i, h := range c.Webhooks {
 		hooks[i] = webhook{h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector,
-			h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions}
+			h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.MatchConditions}
 	}
 	return validateWebhooks(hooks)
 }
@@ -63,7 +66,7 @@ func validateMutatingWebhooks(c *admissionregistrationv1.MutatingWebhookConfigur
 	hooks := make([]webhook, len(c.Webhooks))
 	for i, h := range c.Webhooks {
 		hooks[i] = webhook{h.Name, h.ClientConfig, h.Rules, h.FailurePolicy, h.MatchPolicy, h.NamespaceSelector, h.ObjectSelector,
-			h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions}
+			h.SideEffects, h.TimeoutSeconds, h.AdmissionReviewVersions, h.MatchConditions}
 	}
 	allErrs := validateWebhooks(hooks)
 	for i, h := range c.Webhooks {
@@ -126,6 +129,7 @@ func validateWebhook(h webhook, fp *field.Path) field.ErrorList {
 	default:
 		allErrs = append(allErrs, validateWebhookService(ccp.Child("service"), cc.Service)...)
 	}
+	allErrs = append(allErrs, admissionwebhook.ValidateMatchConditions(h.matchConditions, fp.Child("matchConditions"))...)
 	return append(allErrs, validateReviewVersions(h.reviewVersions, fp.Child("admissionReviewVersions"))...)
 }
 

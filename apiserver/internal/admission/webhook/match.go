@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // hook is one webhook of either kind, with its selectors parsed.
@@ -29,6 +31,8 @@ type hook struct {
 	timeout      time.Duration
 	// reinvoke is a mutating webhook's reinvocationPolicy IfNeeded.
 	reinvoke bool
+	// matcher evaluates the matchConditions; nil when there are none.
+	matcher matchconditions.Matcher
 }
 
 // newHook builds a hook from the fields both kinds share; the configuration was defaulted
@@ -174,10 +178,14 @@ func labelsOf(obj runtime.Object) labels.Set {
 	return m.GetLabels()
 }
 
-// matches reports whether h is called about the write.
-func (h *hook) matches(ctx context.Context, a *Attributes, nsLabels namespaceLabels) (bool, error) {
+// matches reports whether h is called about the write: its rules, objectSelector,
+// namespaceSelector, then its matchConditions, as upstream checks them.
+func (h *hook) matches(ctx context.Context, a *Attributes, nsLabels namespaceLabels, authz authorizer.UnconditionalAuthorizer) (bool, error) {
 	if !h.matchesRules(a) || !h.matchesObject(a) {
 		return false, nil
 	}
-	return h.matchesNamespace(ctx, a, nsLabels)
+	if ok, err := h.matchesNamespace(ctx, a, nsLabels); !ok || err != nil {
+		return false, err
+	}
+	return h.matchesConditions(ctx, a, authz)
 }

@@ -158,7 +158,7 @@ func TestHookMatches(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.hook.matches(t.Context(), tc.a, lookup)
+			got, err := tc.hook.matches(t.Context(), tc.a, lookup, nil)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}

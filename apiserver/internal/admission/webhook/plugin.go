@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"minik8s.io/shared/apierror"
 )
@@ -29,6 +30,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Authorizer answers matchConditions' authorizer checks; without it those fail to
+	// evaluate.
+	Authorizer authorizer.UnconditionalAuthorizer
 }
 
 // Plugin is webhook admission. Build it with New; it starts nothing.
@@ -38,6 +42,7 @@ type Plugin struct {
 	now    func() time.Time
 	caller *caller
 	cache  configCache
+	authz  authorizer.UnconditionalAuthorizer
 }
 
 // New builds the plugin.
@@ -48,7 +53,7 @@ func New(cfg Config) *Plugin {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Plugin{src: cfg.Source, log: cfg.Logger, now: cfg.Now, caller: &caller{src: cfg.Source}}
+	return &Plugin{src: cfg.Source, log: cfg.Logger, now: cfg.Now, caller: &caller{src: cfg.Source}, authz: cfg.Authorizer}
 }
 
 // configTTL bounds how long the webhook configurations read are trusted without reading them
@@ -112,6 +117,7 @@ func (p *Plugin) hooks(ctx context.Context) (mutating, validating []*hook, err e
 				return nil, nil, err
 			}
 			h.reinvoke = w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
+			h.matcher = newMatcher(w.MatchConditions, w.FailurePolicy, typeMutating, w.Name)
 			mutating = append(mutating, h)
 		}
 	}
@@ -121,6 +127,7 @@ func (p *Plugin) hooks(ctx context.Context) (mutating, validating []*hook, err e
 			if err != nil {
 				return nil, nil, err
 			}
+			h.matcher = newMatcher(w.MatchConditions, w.FailurePolicy, typeValidating, w.Name)
 			validating = append(validating, h)
 		}
 	}
@@ -199,7 +206,7 @@ func (p *Plugin) Mutate(ctx context.Context, a *Attributes) error {
 // mutateOnce calls h about the write when it matches; changed says its patch changed the
 // object.
 func (p *Plugin) mutateOnce(ctx context.Context, h *hook, a *Attributes, nsLabels namespaceLabels) (changed, called bool, err error) {
-	ok, err := h.matches(ctx, a, nsLabels)
+	ok, err := h.matches(ctx, a, nsLabels, p.authz)
 	if err != nil || !ok {
 		return false, false, err
 	}
@@ -231,7 +238,7 @@ func (p *Plugin) Validate(ctx context.Context, a *Attributes) error {
 	nsLabels := p.nsLabels()
 	var matched []*hook
 	for _, h := range hooks {
-		ok, err := h.matches(ctx, a, nsLabels)
+		ok, err := h.matches(ctx, a, nsLabels, p.authz)
 		if err != nil {
 			return err
 		}
