@@ -178,9 +178,11 @@ func ControllerManagerRules() []rbacv1.PolicyRule {
 	rules = append(rules, schemeRules([]string{"get", "list", "watch", "patch", "delete"}, func(r *scheme.Resource) (string, bool) {
 		return r.Plural, r.Plural != "events"
 	})...)
-	// An owner may be of any kind a CustomResourceDefinition serves: the collector reads it
-	// to learn whether it is still there, as Kubernetes' collector may read every group.
-	return append(rules, rule("get").groups("*").resources("*").rule())
+	// An owner or a dependent may be of any kind a CustomResourceDefinition serves: the
+	// collector reads owners to learn whether they are still there, lists custom objects,
+	// patches their owner references and finalizers and deletes them, as Kubernetes'
+	// collector may in every group.
+	return append(rules, rule("get", "list", "patch", "delete").groups("*").resources("*").rule())
 }
 
 // NodeProxierRules are what kubeproxy (kubeproxy/internal/app) reads: the proxier's Services

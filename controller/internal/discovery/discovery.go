@@ -127,6 +127,56 @@ func (d *Cache) OtherVersion(ctx context.Context, gv schema.GroupVersion, kind s
 	return nil, ErrNotServed
 }
 
+// CustomResources are the resources of every group the static scheme does not serve, at each
+// group's preferred version: the custom resources CustomResourceDefinitions serve. Answers
+// younger than TTL are reused.
+func (d *Cache) CustomResources(ctx context.Context) ([]*scheme.Resource, error) {
+	if d.disc == nil {
+		return nil, errors.New("custom resources: no discovery client")
+	}
+	groups, err := d.disc.ServerGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*scheme.Resource
+	for _, g := range groups.Groups {
+		if StaticGroup(g.Name) || g.PreferredVersion.Version == "" {
+			continue
+		}
+		gv := schema.GroupVersion{Group: g.Name, Version: g.PreferredVersion.Version}
+		d.mu.Lock()
+		a, ok := d.answers[gv.String()]
+		d.mu.Unlock()
+		if !ok || d.clock.Since(a.at) > TTL {
+			if a, err = d.fetch(ctx, gv); err != nil {
+				return nil, err
+			}
+		}
+		if a.list == nil {
+			continue
+		}
+		for _, r := range a.list.APIResources {
+			if !strings.Contains(r.Name, "/") && slices.Contains(r.Verbs, "list") {
+				if res := ResourceOf(a.list, gv, r.Kind); res != nil {
+					out = append(out, res)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// StaticGroup reports whether the static scheme serves group: discovery could add no kind to
+// it.
+func StaticGroup(group string) bool {
+	for _, r := range scheme.Resources {
+		if r.GVK.Group == group {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *Cache) fetch(ctx context.Context, gv schema.GroupVersion) (discovered, error) {
 	if d.disc == nil {
 		return discovered{}, fmt.Errorf("discover %s: no discovery client", gv)

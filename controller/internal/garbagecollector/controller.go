@@ -9,6 +9,7 @@ import (
 	"minik8s.io/controller/internal/discovery"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,12 @@ type Config struct {
 	// resources, served from CustomResourceDefinitions. Without it such owners are
 	// unresolvable and their dependents kept.
 	Discovery discovery.Discovery
+	// List reads every object of a resource by its metadata. With Discovery, the custom
+	// resources, which no informer caches, are listed every CustomSweep: their objects with
+	// owners, or being deleted with a finalizer of the collector, are handled as cached ones.
+	List func(ctx context.Context, res *scheme.Resource) ([]metav1.PartialObjectMetadata, error)
+	// CustomSweep defaults to 5 s.
+	CustomSweep time.Duration
 	// Options' Workers default to 5; Resync is how often every object with owners or a
 	// deletion finalizer is looked at again.
 	reconcile.Options
@@ -82,6 +89,9 @@ func New(cfg Config) *Controller {
 	cfg.Options = cfg.Options.WithDefaults()
 	if cfg.Workers <= 0 {
 		cfg.Workers = 5
+	}
+	if cfg.CustomSweep <= 0 {
+		cfg.CustomSweep = 5 * time.Second
 	}
 	c := &Controller{cfg: cfg, res: map[string]*scheme.Resource{}, log: cfg.Logger.With("controller", "garbagecollector")}
 	if cfg.Discovery != nil {
@@ -248,16 +258,6 @@ func staticResource(gv schema.GroupVersion, kind string) *scheme.Resource {
 	return nil
 }
 
-// staticGroup: the scheme serves group, so discovery could add no kind to it.
-func staticGroup(group string) bool {
-	for _, r := range scheme.Resources {
-		if r.GVK.Group == group {
-			return true
-		}
-	}
-	return false
-}
-
 // ownerResource resolves an owner reference's apiVersion and kind, as Kubernetes' collector
 // does through discovery: the static scheme first, then, for a group it does not serve (a
 // custom resource's), the API's discovery. nil: the kind is not served (the reference cannot
@@ -267,10 +267,58 @@ func (c *Controller) ownerResource(ctx context.Context, apiVersion, kind string)
 	if err != nil {
 		return nil, nil
 	}
-	if r := staticResource(gv, kind); r != nil || staticGroup(gv.Group) || c.disc == nil {
+	if r := staticResource(gv, kind); r != nil || discovery.StaticGroup(gv.Group) || c.disc == nil {
 		return r, nil
 	}
 	return c.disc.Resource(ctx, gv, kind)
+}
+
+// Start runs the collector, and the sweep of custom resources when it can list them.
+func (c *Controller) Start(ctx context.Context) error {
+	if c.disc != nil && c.cfg.List != nil {
+		go func() {
+			t := time.NewTicker(c.cfg.CustomSweep)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					c.sweepCustom(ctx)
+				}
+			}
+		}()
+	}
+	return c.Controller.Start(ctx)
+}
+
+// sweepCustom lists the objects of every custom resource and collects those with owners or
+// being deleted with a finalizer of the collector, as collect does cached ones: a custom
+// dependent whose owners are gone is deleted, and a custom owner deleted in the foreground or
+// orphaning its dependents loses its finalizer once they are handled. A failure is logged;
+// the next sweep tries again.
+func (c *Controller) sweepCustom(ctx context.Context) {
+	resources, err := c.disc.CustomResources(ctx)
+	if err != nil {
+		c.log.Debug("custom resources not discovered; the sweep waits for the next", "err", err)
+		return
+	}
+	for _, res := range resources {
+		items, err := c.cfg.List(ctx, res)
+		if err != nil {
+			c.log.Debug("custom resource not listed", "resource", res.StoragePlural(), "err", err)
+			continue
+		}
+		for i := range items {
+			m := &items[i]
+			if !interesting(m) {
+				continue
+			}
+			if err := c.collectObject(ctx, res, m); err != nil {
+				c.log.Info("custom object not collected", "resource", res.StoragePlural(), "namespace", m.Namespace, "name", m.Name, "err", err)
+			}
+		}
+	}
 }
 
 // Reconcile looks at the object of key ("plural/namespace/name"): one being deleted with a
@@ -294,6 +342,11 @@ func (c *Controller) collect(ctx context.Context, k string) error {
 	if !ok {
 		return fmt.Errorf("%s: cached %T, want metadata", k, cached)
 	}
+	return c.collectObject(ctx, res, m)
+}
+
+// collectObject is collect on an object of res as a cache or a list has it.
+func (c *Controller) collectObject(ctx context.Context, res *scheme.Resource, m *metav1.PartialObjectMetadata) error {
 	if m.DeletionTimestamp != nil {
 		switch {
 		case slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents):
@@ -317,7 +370,7 @@ func (c *Controller) collect(ctx context.Context, k string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get %s: %w", k, err)
+		return fmt.Errorf("get %s: %w", keyOf(res, m), err)
 	}
 	if latest.UID != m.UID {
 		return nil

@@ -370,3 +370,78 @@ func TestMetadataOfADiscoveredResource(t *testing.T) {
 		t.Errorf("the read asked for %q, want metadata (%q)", got[0].Accept, client.MetadataAccept)
 	}
 }
+
+// The sweep of custom resources handles the custom objects no informer caches as collect
+// handles cached ones: an owner deleted in the foreground without dependents, and one
+// orphaning its dependents, lose the finalizer (the orphan's Deployment its reference); a
+// custom object whose owner is gone is deleted; one whose owner is there is kept.
+func TestSweepOfCustomObjects(t *testing.T) {
+	deleting := func(name, uid, finalizer string) *metav1.PartialObjectMetadata {
+		m := partial(demoGV, "EchoApp", "ns", name, uid)
+		m.DeletionTimestamp, m.Finalizers = &metav1.Time{Time: time.Unix(1, 0)}, []string{finalizer, "example.com/other"}
+		return m
+	}
+	liveOwner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "live", UID: "live-1"}
+	goneOwner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "gone", UID: "gone-1"}
+	orphanRef := metav1.OwnerReference{APIVersion: demoGV, Kind: "EchoApp", Name: "orphaner", UID: "orphaner-1"}
+	live := partial("apps/v1", "Deployment", "ns", "live", "live-1")
+	child := partial("apps/v1", "Deployment", "ns", "child", "child-1", orphanRef, liveOwner)
+
+	inf := informer.New(informer.Config{Name: "deployments", ListerWatcher: informertest.Fixed(live, child), NoWatch: true,
+		Indexers: informer.Indexers{OwnerIndex: OwnerIndexFunc}})
+	w := newWriters()
+	w.of("deployments").Put(live)
+	w.of("deployments").Put(child)
+	for _, o := range []*metav1.PartialObjectMetadata{
+		deleting("fg", "fg-1", metav1.FinalizerDeleteDependents),
+		deleting("orphaner", "orphaner-1", metav1.FinalizerOrphanDependents),
+		partial(demoGV, "EchoApp", "ns", "stray", "stray-1", goneOwner),
+		partial(demoGV, "EchoApp", "ns", "kept", "kept-1", liveOwner),
+		partial(demoGV, "EchoApp", "ns", "plain", "plain-1"),
+	} {
+		w.of("echoapps").Put(o)
+	}
+	var listed []string
+	c := New(Config{Informers: map[string]*informer.Informer{"deployments": inf}, Metadata: w.metadata,
+		Discovery: &fakeDiscovery{answers: map[string]any{demoGV: echoApps()}},
+		List: func(_ context.Context, res *scheme.Resource) ([]metav1.PartialObjectMetadata, error) {
+			listed = append(listed, res.StoragePlural())
+			var out []metav1.PartialObjectMetadata
+			for _, o := range w.of(res.Plural).Objects() {
+				out = append(out, *o)
+			}
+			return out, nil
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() { defer close(done); _ = inf.Start(ctx) }()
+	testwait.For(t, "the Deployments to be cached", inf.HasSynced)
+
+	c.sweepCustom(ctx)
+
+	// echoapps has the list verb, clusters not: only echoapps is listed.
+	if diff := cmp.Diff([]string{"echoapps.demo.minik8s.io"}, listed); diff != "" {
+		t.Errorf("listed resources (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string][]string{"fg": {"example.com/other"}, "orphaner": {"example.com/other"}} {
+		o, ok := w.of("echoapps").Object("ns", name)
+		if !ok || !cmp.Equal(o.Finalizers, want) {
+			t.Errorf("%s: finalizers %v (present %v), want %v", name, o, ok, want)
+		}
+	}
+	if o, _ := w.of("deployments").Object("ns", "child"); len(o.OwnerReferences) != 1 || o.OwnerReferences[0].UID != "live-1" {
+		t.Errorf("the orphaned Deployment's owner references %v, want only the live owner", o.OwnerReferences)
+	}
+	if _, ok := w.of("echoapps").Object("ns", "stray"); ok {
+		t.Error("the EchoApp whose owner is gone was kept")
+	}
+	for _, name := range []string{"kept", "plain"} {
+		if _, ok := w.of("echoapps").Object("ns", name); !ok {
+			t.Errorf("the EchoApp %s was deleted", name)
+		}
+	}
+	if n := len(w.of("echoapps").CallsOf(fake.VerbDelete)); n != 1 {
+		t.Errorf("%d EchoApps deleted, want 1", n)
+	}
+}

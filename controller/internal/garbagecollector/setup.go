@@ -1,6 +1,8 @@
 package garbagecollector
 
 import (
+	"context"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik8s.io/controller/internal/setup"
@@ -26,6 +28,13 @@ func Setup(c *setup.Context) run.Runnable {
 	}
 	if c.Client != nil {
 		cfg.Discovery = c.Client
+		cfg.List = func(ctx context.Context, res *scheme.Resource) ([]metav1.PartialObjectMetadata, error) {
+			list, err := client.Metadata(c.Client, res).List(ctx, "", metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return list.Items, nil
+		}
 	}
 	gc := New(cfg)
 	if c.Deletions != nil {
