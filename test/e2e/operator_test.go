@@ -265,6 +265,29 @@ func TestOperatorOnMakeUp(t *testing.T) {
 		o.waitPath(t, "echoapp/second", availablePath, "True")
 	})
 
+	step("foreground and orphaning deletes", func(t *testing.T) {
+		// Foreground: kubectl returns once the EchoApp is gone, which is after its children.
+		k.ok(t, "-n", ns, "delete", "echoapp/second", "--cascade=foreground", "--timeout=2m")
+		for _, obj := range []string{"deployment/second", "service/second"} {
+			if r := k.run(t, "-n", ns, "get", obj); r.err == nil {
+				t.Errorf("%s still there after its EchoApp's foreground deletion finished", obj)
+			}
+		}
+		// Orphan: the children stay, without the reference to the EchoApp.
+		if r := o.apply(t, "third", "  message: orphaned soon\n"); r.err != nil {
+			t.Fatalf("kubectl apply:\n%s", r)
+		}
+		o.waitPath(t, "deployment/third", "{.metadata.ownerReferences[0].name}", "third")
+		o.waitPath(t, "service/third", "{.metadata.ownerReferences[0].name}", "third")
+		k.ok(t, "-n", ns, "delete", "echoapp/third", "--cascade=orphan", "--timeout=2m")
+		for _, obj := range []string{"deployment/third", "service/third"} {
+			if got := o.jsonpath(t, obj, "{.metadata.name}/{.metadata.ownerReferences}"); got != "third/" {
+				t.Errorf("%s after its EchoApp was deleted orphaning it: %q, want it kept without owner references", obj, got)
+			}
+		}
+		k.ok(t, "-n", ns, "delete", "deployment/third", "service/third")
+	})
+
 	step("delete the CRD", o.deleteCRD)
 	step("uninstall", o.uninstall)
 }
