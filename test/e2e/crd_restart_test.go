@@ -79,25 +79,13 @@ func TestCustomResourcesSurviveARestart(t *testing.T) {
 		t.Fatalf("status of w1: %v", err)
 	}
 
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, "default", nil)
-	informer := factory.ForResource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).Informer()
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			mu.Lock()
-			seen[u.GetName()] = true
-			mu.Unlock()
-		}
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	factory.Start(ctx.Done())
-	defer func() { cancel(); factory.Shutdown() }()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		t.Fatal("the informer never synced")
-	}
+	watchAdded(t, dyn, schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}, "default", func(u *unstructured.Unstructured) {
+		mu.Lock()
+		seen[u.GetName()] = true
+		mu.Unlock()
+	})
 
 	if err := srv.stop(); err != nil {
 		t.Fatal(err)
@@ -148,4 +136,26 @@ func TestCustomResourcesSurviveARestart(t *testing.T) {
 			slices.Contains(keys, "w2 "+word+".added") && slices.Contains(keys, "w1 "+word+".deleted") &&
 			slices.Contains(keys, "w2 "+word+".deleted")
 	})
+}
+
+// watchAdded runs a client-go dynamic informer on gvr in namespace until the test ends, as an
+// operator's cache does, calls add for every object it adds, and returns once it has synced.
+func watchAdded(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace string, add func(u *unstructured.Unstructured)) {
+	t.Helper()
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil)
+	informer := factory.ForResource(gvr).Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			add(u)
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	// Shutdown waits for the informers, which stop once ctx is done.
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatalf("the %s informer never synced", gvr.Resource)
+	}
 }

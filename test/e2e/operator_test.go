@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"minik8s.io/shared/testwait"
@@ -223,29 +221,14 @@ func TestOperatorOnMakeUp(t *testing.T) {
 		if names := unstructuredNames(list.Items); !slices.Equal(names, []string{"web"}) {
 			t.Errorf("dynamic list: %v, want [web]", names)
 		}
-		factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
-		informer := factory.ForResource(echoAppsGVR).Informer()
 		var mu sync.Mutex
 		added := map[string]string{} // name -> tier
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-			u, ok := obj.(*unstructured.Unstructured)
-			if !ok {
-				return
-			}
+		watchAdded(t, dyn, echoAppsGVR, ns, func(u *unstructured.Unstructured) {
 			tier, _, _ := unstructured.NestedString(u.Object, "spec", "tier")
 			mu.Lock()
 			added[u.GetName()] = tier
 			mu.Unlock()
-		}}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		factory.Start(ctx.Done())
-		// Shutdown waits for the informers, which stop once ctx is done.
-		defer func() { cancel(); factory.Shutdown() }()
-		if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-			t.Fatal("the EchoApp informer never synced")
-		}
+		})
 		second := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "demo.minik8s.io/v1", "kind": "EchoApp",
 			"metadata": map[string]any{"name": "second"}, "spec": map[string]any{"message": "hi", "replicas": int64(0)},
