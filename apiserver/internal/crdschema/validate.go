@@ -60,8 +60,8 @@ func (v *Version) Validate(obj, old *unstructured.Unstructured) field.ErrorList 
 	}
 
 	// A list-type violation already in old does not block an update.
-	if v.listTypes && (old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0) {
-		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj.Object)...)
+	if old == nil || len(v.validateListTypes(old)) == 0 {
+		errs = append(errs, v.validateListTypes(obj)...)
 	}
 
 	errs = append(errs, v.validateCEL(ctx, errs, obj, old, celOpts)...)
@@ -101,7 +101,7 @@ func (v *Version) ValidateStatus(obj, old *unstructured.Unstructured) field.Erro
 	errs = append(errs, v.validateScaleStatus(obj)...)
 
 	if newErrs := v.validateListTypes(obj); len(newErrs) > 0 {
-		if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old.Object)) == 0 {
+		if old == nil || len(v.validateListTypes(old)) == 0 {
 			errs = append(errs, newErrs...)
 		}
 	}
@@ -110,6 +110,7 @@ func (v *Version) ValidateStatus(obj, old *unstructured.Unstructured) field.Erro
 	return errs
 }
 
+// validateListTypes checks obj's set and map lists; nothing when the schema has none.
 func (v *Version) validateListTypes(obj *unstructured.Unstructured) field.ErrorList {
 	if !v.listTypes {
 		return nil

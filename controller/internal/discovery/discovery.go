@@ -64,20 +64,14 @@ func New(disc Discovery, clk clock.Clock) *Cache {
 // Resource finds the resource of kind in gv: nil when gv is served without that kind, and
 // ErrNotServed when gv is not served. Any other error means the answer is unknown.
 func (d *Cache) Resource(ctx context.Context, gv schema.GroupVersion, kind string) (*scheme.Resource, error) {
-	d.mu.Lock()
-	a, ok := d.answers[gv.String()]
-	d.mu.Unlock()
-	if !ok || d.clock.Since(a.at) > TTL {
-		var err error
-		if a, err = d.fetch(ctx, gv); err != nil {
-			return nil, err
-		}
+	a, err := d.answer(ctx, gv)
+	if err != nil {
+		return nil, err
 	}
 	if r := ResourceOf(a.list, gv, kind); r != nil {
 		return r, nil
 	}
 	if d.clock.Since(a.at) > Fresh {
-		var err error
 		if a, err = d.fetch(ctx, gv); err != nil {
 			return nil, err
 		}
@@ -144,13 +138,9 @@ func (d *Cache) CustomResources(ctx context.Context) ([]*scheme.Resource, error)
 			continue
 		}
 		gv := schema.GroupVersion{Group: g.Name, Version: g.PreferredVersion.Version}
-		d.mu.Lock()
-		a, ok := d.answers[gv.String()]
-		d.mu.Unlock()
-		if !ok || d.clock.Since(a.at) > TTL {
-			if a, err = d.fetch(ctx, gv); err != nil {
-				return nil, err
-			}
+		a, err := d.answer(ctx, gv)
+		if err != nil {
+			return nil, err
 		}
 		if a.list == nil {
 			continue
@@ -175,6 +165,17 @@ func StaticGroup(group string) bool {
 		}
 	}
 	return false
+}
+
+// answer is gv's answer: the cached one while younger than TTL, else asked again.
+func (d *Cache) answer(ctx context.Context, gv schema.GroupVersion) (discovered, error) {
+	d.mu.Lock()
+	a, ok := d.answers[gv.String()]
+	d.mu.Unlock()
+	if ok && d.clock.Since(a.at) <= TTL {
+		return a, nil
+	}
+	return d.fetch(ctx, gv)
 }
 
 func (d *Cache) fetch(ctx context.Context, gv schema.GroupVersion) (discovered, error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"minik8s.io/controller/internal/discovery"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik8s.io/controller/internal/discovery"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/informer"

@@ -3,7 +3,6 @@ package garbagecollector
 import (
 	"context"
 	"errors"
-	"minik8s.io/controller/internal/discovery"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik8s.io/controller/internal/discovery"
 	"minik8s.io/shared/apierror"
 	"minik8s.io/shared/client"
 	"minik8s.io/shared/client/fake"
