@@ -478,7 +478,10 @@ func TestMetrics(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`minik8s_serverless_gateway_calls_total{code="200"} 1`, `minik8s_serverless_gateway_calls_total{code="404"} 1`} {
+	for _, want := range []string{
+		`minik8s_serverless_gateway_calls_total{code="200",function="add",namespace="default"} 1`,
+		`minik8s_serverless_gateway_calls_total{code="404",function="",namespace=""} 1`,
+	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

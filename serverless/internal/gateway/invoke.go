@@ -94,7 +94,7 @@ func (g *Gateway) serveFunction(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(res.Status)
 	_, _ = w.Write(res.Body)
-	g.m.observe(res.Status, time.Since(start))
+	g.m.observe(parts[0], parts[1], res.Status, time.Since(start))
 }
 
 // invoke runs one call to its answer.
@@ -208,7 +208,7 @@ func (g *Gateway) otherPods(p *pool, tried []string) bool {
 // once, and one goroutine per function asks again every second while calls still wait with
 // no ready pod (an activation may come before the function's Deployment exists).
 func (g *Gateway) coldStart(p *pool, namespace, name string) {
-	g.m.coldStarts.Inc()
+	g.m.coldStarts.WithLabelValues(namespace, name).Inc()
 	if g.cfg.Activator == nil {
 		return
 	}
