@@ -5,7 +5,9 @@
 # debootstrap from this machine's apt sources (read when it runs) and docker import; nginx is
 # Debian's nginx installed on that base (the Ingress controller's pods); python-runtime is
 # Debian's python3 with common python3-* packages and the function runtime on that base (the
-# base of every serverless function image). Each image is tagged
+# base of every serverless function image); prometheus is upstream Prometheus built from the
+# Go module proxy on FROM scratch and node-exporter Debian's node exporter on the base (the
+# monitoring stack). Each image is tagged
 # :VERSION (debian: the Debian release, e.g. :12) and :latest in the Docker engine that `docker`
 # talks to (DOCKER_HOST is honoured).
 #
@@ -13,6 +15,7 @@
 #   scripts/images.sh --if-missing    build only images that are not there (make up uses this)
 #   scripts/images.sh echo busybox    only these
 #   scripts/images.sh --list          print the image references, e.g. for docker save
+#   MINIK8S_MONITORING=0 scripts/images.sh   all but the monitoring stack's (prometheus, node-exporter)
 #
 # Idempotent: an image carries a hash of its inputs (binary or .deb, Dockerfile, version) in the
 # label io.minik8s.build.inputs; when the hash matches, docker build is not run at all.
@@ -21,7 +24,12 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VERSION=1.0
-IMAGES=(pause echo load fileserver incluster echo-operator busybox debian nginx python-runtime)
+IMAGES=(pause echo load fileserver incluster echo-operator busybox debian nginx python-runtime prometheus node-exporter)
+# Upstream Prometheus, as the Go module proxy serves it (module v0.3XX.Y is Prometheus 3.XX.Y),
+# built with only the service discovery the monitoring stack uses.
+PROMETHEUS_MODULE=${PROMETHEUS_MODULE:-github.com/prometheus/prometheus}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0}
+PROMETHEUS_TAGS=remove_all_sd,enable_kubernetes_sd
 INPUTS_LABEL=io.minik8s.build.inputs
 
 usage() { die "usage: $0 [--if-missing] [--list] [$(IFS='|'; echo "${IMAGES[*]}")...]"; }
@@ -39,7 +47,14 @@ for a in "$@"; do
       ;;
   esac
 done
-[ ${#wanted[@]} -gt 0 ] || wanted=("${IMAGES[@]}")
+# MINIK8S_MONITORING=0 (make up's switch for the monitoring stack) leaves its images out of
+# the default list; named images are always built.
+if [ ${#wanted[@]} -eq 0 ]; then
+  for a in "${IMAGES[@]}"; do
+    if [ "${MINIK8S_MONITORING:-1}" = 0 ] && [[ " prometheus node-exporter " == *" $a "* ]]; then continue; fi
+    wanted+=("$a")
+  done
+fi
 
 # The Debian base is tagged with the host's Debian release, whose suite it is made from.
 DEBIAN_SUITE='' DEBIAN_TAG=''
@@ -227,30 +242,49 @@ build_debian() {
   log "image $ref built"
 }
 
-# build_nginx installs Debian's nginx on the Debian base (the build's container reaches the
-# mirror the base's sources name). The base's image id is an input: a new base rebuilds it.
-build_nginx() {
-  local ctx=$WORK/nginx base=minik8s/debian:$DEBIAN_TAG base_id
-  present debian || build_debian
-  base_id=$(docker image inspect -f '{{.Id}}' "$base") || die "no base image $base"
+# build_prometheus compiles Prometheus once per version into the user's cache (go install from
+# the Go module proxy: several minutes and about 3 GB of memory on two cores) and puts the
+# static binary on FROM scratch.
+build_prometheus() {
+  local ctx=$WORK/prometheus cache bin release recipe
+  command -v go >/dev/null || die "go is not on PATH"
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/minik8s/prometheus-$PROMETHEUS_VERSION
+  bin=$cache/prometheus
+  # Module v0.3XX.Y is release 3.XX.Y, which `prometheus --version` prints as promu would.
+  release=${PROMETHEUS_VERSION#v0.}
+  release=${release:0:1}.$((10#${release:1:2})).${release#*.}
+  recipe="tags=$PROMETHEUS_TAGS version=$release"
+  if [ ! -x "$bin" ] || [ "$(cat "$cache/recipe" 2>/dev/null)" != "$recipe" ]; then
+    log "building Prometheus $release ($PROMETHEUS_VERSION) from the Go module proxy (once; several minutes)"
+    mkdir -p "$cache"
+    rm -f "$bin"
+    # Outside the workspace (GOWORK=off, go install pkg@version): Prometheus' own go.mod rules.
+    (cd "$cache" && GOWORK=off GOFLAGS= GOBIN="$cache" CGO_ENABLED=0 go install -trimpath -buildvcs=false \
+      -ldflags="-s -w -X github.com/prometheus/common/version.Version=$release" -tags "$PROMETHEUS_TAGS" \
+      "$PROMETHEUS_MODULE/cmd/prometheus@$PROMETHEUS_VERSION") || die "go install of Prometheus $PROMETHEUS_VERSION failed"
+    printf '%s' "$recipe" >"$cache/recipe"
+  fi
   mkdir -p "$ctx"
-  cp "$ROOT/images/nginx/Dockerfile" "$ROOT/images/nginx/nginx.conf" "$ctx/"
-  printf 'base %s\n' "$base_id" >"$WORK/nginx.base-id"
-  docker_build nginx "$ctx" "$(hash_inputs "$WORK/nginx.base-id" "$ctx/Dockerfile" "$ctx/nginx.conf")" --build-arg "BASE=$base"
+  cp "$bin" "$ctx/prometheus"
+  cp "$ROOT/images/prometheus/Dockerfile" "$ctx/Dockerfile"
+  docker_build prometheus "$ctx" "$(hash_inputs "$ctx/prometheus" "$ctx/Dockerfile")" \
+    --build-arg "PROMETHEUS_VERSION=$release"
 }
 
-# build_python_runtime installs Debian's python3 and common python3-* packages on the Debian
-# base and adds the function runtime; a new base or runtime rebuilds it.
-build_python_runtime() {
-  local ctx=$WORK/python-runtime base=minik8s/debian:$DEBIAN_TAG base_id
+# build_on_debian NAME [FILE...] builds images/NAME/Dockerfile (and FILEs next to it) on the
+# Debian base, whose image id is an input: a new base rebuilds it.
+build_on_debian() {
+  local name=$1 ctx=$WORK/$1 base=minik8s/debian:$DEBIAN_TAG base_id f files=()
+  shift
   present debian || build_debian
   base_id=$(docker image inspect -f '{{.Id}}' "$base") || die "no base image $base"
   mkdir -p "$ctx"
-  cp "$ROOT/images/python-runtime/Dockerfile" "$ROOT/images/python-runtime/runtime.py" \
-    "$ROOT/images/python-runtime/start.py" "$ctx/"
-  printf 'base %s\n' "$base_id" >"$WORK/python-runtime.base-id"
-  docker_build python-runtime "$ctx" \
-    "$(hash_inputs "$WORK/python-runtime.base-id" "$ctx/Dockerfile" "$ctx/runtime.py" "$ctx/start.py")" --build-arg "BASE=$base"
+  for f in Dockerfile "$@"; do
+    cp "$ROOT/images/$name/$f" "$ctx/"
+    files+=("$ctx/$f")
+  done
+  printf 'base %s\n' "$base_id" >"$WORK/$name.base-id"
+  docker_build "$name" "$ctx" "$(hash_inputs "$WORK/$name.base-id" "${files[@]}")" --build-arg "BASE=$base"
 }
 
 todo=() have=()
@@ -262,8 +296,12 @@ for n in "${todo[@]}"; do
   case $n in
     busybox) build_busybox ;;
     debian) build_debian ;;
-    nginx) build_nginx ;;
-    python-runtime) build_python_runtime ;;
+    # Debian's nginx (the Ingress controller's pods), Debian's python3 with common python3-*
+    # packages and the function runtime, Debian's node exporter.
+    nginx) build_on_debian nginx nginx.conf ;;
+    python-runtime) build_on_debian python-runtime runtime.py start.py ;;
+    node-exporter) build_on_debian node-exporter ;;
+    prometheus) build_prometheus ;;
     echo-operator) build_go echo-operator test/operator ;;
     *) build_go "$n" ;;
   esac

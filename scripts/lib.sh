@@ -114,11 +114,14 @@ kubelet_network_args() {
 kubeproxy_args() {
   printf '%s\n' --kubeconfig "$KUBECONFIG_DIR/kubeproxy.kubeconfig" --node "$NODE_NAME" --amqp-url "$AMQP_URL" \
     --cluster-cidr "$CLUSTER_CIDR" --service-cidr "$SERVICE_CIDR" --dns-address "$CLUSTER_DNS" \
-    --cluster-domain "$CLUSTER_DOMAIN"
+    --cluster-domain "$CLUSTER_DOMAIN" --metrics-address "$KUBEPROXY_METRICS_ADDRESS"
   extra_args "$KUBEPROXY_EXTRA_ARGS"
 }
 
-# kubeproxy serves /healthz on 127.0.0.1:10249 (its --metrics-address) once it has synced.
+# kubeproxy serves /metrics and /healthz on every address of its node (each node of make
+# cluster has a network namespace of its own), so Prometheus reaches it at the node's address;
+# /healthz answers once it has synced.
+KUBEPROXY_METRICS_ADDRESS=${KUBEPROXY_METRICS_ADDRESS:-0.0.0.0:10249}
 kubeproxy_ready() { curl -fsS --max-time 3 http://127.0.0.1:10249/healthz >/dev/null 2>&1; }
 
 # has_flag BINARY FLAG: the binary in BIN_DIR lists -FLAG in its --help.
@@ -141,11 +144,20 @@ controller-manager_args() {
 # The kubelet is ready when its Node reports Ready.
 kubelet_ready() { node_ready "$NODE_NAME"; }
 
-# Where the scheduler and the controller-manager serve /metrics and /healthz: port 10251 and
-# 10252 of METRICS_HOST (make cluster's control plane uses its bridge address, so it does not
-# take make up's ports), unless SCHEDULER_METRICS_ADDRESS or CONTROLLER_MANAGER_METRICS_ADDRESS
-# name a host:port (empty: off).
-METRICS_HOST=${METRICS_HOST:-127.0.0.1}
+# default_address prints the address of this host's default route (the one the kubelet
+# registers as the node's InternalIP), or 127.0.0.1 when there is none.
+default_address() {
+  local a
+  a=$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "src") { print $(i + 1); exit } }')
+  echo "${a:-127.0.0.1}"
+}
+
+# Where the scheduler, the controller-manager and serverless serve /metrics and /healthz:
+# ports 10251, 10252 and 10253 of METRICS_HOST, unless SCHEDULER_METRICS_ADDRESS,
+# CONTROLLER_MANAGER_METRICS_ADDRESS or SERVERLESS_METRICS_ADDRESS name a host:port (empty:
+# off). make up uses the host's address, which pods reach (Prometheus scrapes them there);
+# make cluster's control plane uses its bridge address, so neither takes the other's ports.
+METRICS_HOST=${METRICS_HOST:-$(default_address)}
 
 # The scheduler's strategy: balanced|roundrobin|random|leastpods|leastcpu|leastmemory.
 SCHEDULER_STRATEGY=${SCHEDULER_STRATEGY:-balanced}

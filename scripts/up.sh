@@ -134,11 +134,15 @@ start() {
     start_component "$c"
     wait_component "$c"
   done
+  if [ "${MINIK8S_MONITORING:-1}" != 0 ]; then
+    "$ROOT/scripts/monitoring.sh" install
+  fi
   cat <<MSG
 [minik8s] cluster is up (state in $MINIK8S_HOME)
   our kubectl:   bin/kubectl get nodes
   real kubectl:  kubectl --kubeconfig $MINIK8S_HOME/kubeconfig get ns
   RabbitMQ UI:   http://localhost:15672 (guest/guest), this cluster's vhost: ${AMQP_URL##*/}
+  Prometheus:    kubectl port-forward -n minik8s-monitoring svc/prometheus 9090 (MINIK8S_MONITORING=0: none)
   logs:          $LOG_DIR/
   stop:          make down
 MSG
