@@ -2,6 +2,7 @@ package echo
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -63,12 +64,14 @@ func firstIPv4(addrs []net.Addr) string {
 	return ""
 }
 
-// Handler serves GET / (and any other path) with a Reply, and /healthz for probes. POST
+// Handler serves GET / (and any other path) with a Reply, MetricsPath with its own metrics,
+// and /healthz for probes. POST
 // /healthz/fail and /healthz/ok switch /healthz between 500 and 200, so liveness and readiness
 // tests can make a running pod unhealthy without replacing it.
 type Handler struct {
 	id        Identity
 	unhealthy atomic.Bool
+	echoed    atomic.Int64
 	mux       *http.ServeMux
 }
 
@@ -84,6 +87,7 @@ func NewHandler(id Identity) *Handler {
 		h.unhealthy.Store(false)
 		h.healthz(w, r)
 	})
+	h.mux.HandleFunc("GET "+MetricsPath, h.metrics)
 	h.mux.HandleFunc("/", h.echo)
 	return h
 }
@@ -100,7 +104,25 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
+// MetricsPath serves the server's own metrics in Prometheus' text format, for scraping by
+// annotation (prometheus.io/path); any other path, /metrics included, is echoed.
+const MetricsPath = "/_echo/metrics"
+
+// metrics writes echo_requests_total (requests echoed) and echo_healthy (1 while /healthz
+// answers 200).
+func (h *Handler) metrics(w http.ResponseWriter, _ *http.Request) {
+	healthy := 1
+	if h.unhealthy.Load() {
+		healthy = 0
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "# HELP echo_requests_total Requests this server echoed.\n# TYPE echo_requests_total counter\necho_requests_total %d\n"+
+		"# HELP echo_healthy Whether /healthz answers 200 (1) or 500 (0).\n# TYPE echo_healthy gauge\necho_healthy %d\n",
+		h.echoed.Load(), healthy)
+}
+
 func (h *Handler) echo(w http.ResponseWriter, r *http.Request) {
+	h.echoed.Add(1)
 	reply := Reply{
 		Hostname:     h.id.Hostname,
 		PodIP:        h.id.PodIP,

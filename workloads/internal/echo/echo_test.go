@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -129,6 +130,26 @@ func TestHealthzSwitch(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(s.method, s.path, nil))
 		if rec.Code != s.wantCode {
 			t.Fatalf("step %d: %s %s = %d, want %d", i, s.method, s.path, rec.Code, s.wantCode)
+		}
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	h := NewHandler(Identity{Hostname: "h"})
+	for _, p := range []string{"/", "/metrics", "/a"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, p, nil))
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/healthz/fail", nil))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q, want Prometheus' text format", ct)
+	}
+	body := rec.Body.String()
+	// Three echoes; the health switch and the scrape are not echoes.
+	for _, want := range []string{"\necho_requests_total 3\n", "\necho_healthy 0\n", "# TYPE echo_healthy gauge\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
 	}
 }
