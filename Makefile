@@ -73,7 +73,7 @@ bench-rules: ## kubeproxy's rule benchmarks: the real iptables-restore in a scra
 	@test "$$(id -u)" = 0 || { echo "bench-rules: needs root (iptables-restore in a scratch network namespace)" >&2; exit 1; }
 	go test -run '^$$' -bench . -benchtime 3x ./kubeproxy/internal/rules/ ./kubeproxy/internal/proxier/
 
-images: ## workload images built locally, no registry: pause, echo, load, fileserver, incluster, echo-operator, busybox, debian (debootstrap), nginx, python-runtime
+images: ## images built locally, no registry: pause, echo, load, fileserver, incluster, echo-operator, busybox, debian (debootstrap), nginx, python-runtime, prometheus, node-exporter
 	scripts/images.sh
 
 component-images: ## component images from build/Dockerfile.<component> (needs a registry for base images)
