@@ -153,6 +153,11 @@ cmd_up() {
   # The state directory's kubeconfig, unless an earlier make up made it name another port.
   local kc=$MINIK8S_HOME/kubeconfig
   grep -Eq "server: https://(127\.0\.0\.1|$CLUSTER_HOST_IP):$APISERVER_PORT\$" "$kc" || kc=$CLUSTER_DIR/kubeconfig
+  # The monitoring stack needs the scheduler and the controller-manager running.
+  local hc=" ${HOST_COMPONENTS-scheduler controller-manager kubeproxy serverless} "
+  if [ "${MINIK8S_MONITORING:-1}" != 0 ] && [[ $hc == *" scheduler "* && $hc == *" controller-manager "* ]]; then
+    KUBECONFIG_FILE=$kc METRICS_HOST=$METRICS_HOST "$SCRIPTS/monitoring.sh" install
+  fi
   cat <<MSG
 [minik8s] cluster $CLUSTER_ID is up: ${#names[@]} nodes on bridge $CLUSTER_BRIDGE ($CLUSTER_SUBNET), state in $MINIK8S_HOME
   apiserver:     https://$CLUSTER_HOST_IP:$APISERVER_PORT (from this host and the nodes)

@@ -250,8 +250,16 @@ spawn() {
   local pidf=$1 logf=$2
   shift 2
   mkdir -p "$(dirname "$pidf")" "$(dirname "$logf")"
-  # fd 9 is with_lock's: a daemon that kept it would hold the lock for ever.
-  setsid nohup "$@" >>"$logf" 2>&1 </dev/null 9>&- &
+  # A daemon keeps no descriptor of whoever started it beyond 0-2: one that kept a lock (fd 9
+  # of with_lock, or a caller's `flock FILE -c 'make up'`) or make's jobserver pipes would hold
+  # them for ever.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    exec setsid nohup "$@" >>"$logf" 2>&1 </dev/null
+  ) &
   echo $! >"$pidf"
 }
 

@@ -86,12 +86,13 @@ kubeproxy_start() {
   fi
   local args=(--kubeconfig "$NODE_DIR/kubeproxy.kubeconfig" --node "$NODE_NAME" --amqp-url "$NODE_AMQP_URL"
     --cluster-cidr "$CLUSTER_CIDR" --service-cidr "$SERVICE_CIDR" --node-ip "$NODE_IP" --hosts-file "$NODE_DIR/hosts"
-    --dns-address "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN")
+    --dns-address "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN" --metrics-address "$KUBEPROXY_METRICS_ADDRESS")
   mapfile -t -O ${#args[@]} args < <(extra_args "$KUBEPROXY_EXTRA_ARGS")
   node_kubeconfig "$MINIK8S_HOME/kubeconfigs/kubeproxy.kubeconfig" "$NODE_DIR/kubeproxy.kubeconfig"
   node_spawn kubeproxy "$BIN_DIR/kubeproxy" "${args[@]}"
 }
-# kubeproxy serves /healthz on the node's 127.0.0.1:10249 once it has synced.
+# kubeproxy serves /metrics and /healthz on every address of the node (Prometheus scrapes the
+# node's); /healthz answers once it has synced.
 kubeproxy_ready() {
   [ -x "$BIN_DIR/kubeproxy" ] || return 0
   in_node "$NODE_NAME" curl -fsS --max-time 3 http://127.0.0.1:10249/healthz >/dev/null 2>&1
@@ -129,9 +130,12 @@ start_one() {
 }
 
 # ---- images ----------------------------------------------------------------------------
-# image_list [DOCKER_ARGS...] prints "reference id" of every minik8s/* image of an engine.
+# image_list [DOCKER_ARGS...] prints "reference id" of every minik8s/* image of an engine;
+# with MINIK8S_MONITORING=0, not the monitoring stack's (prometheus, node-exporter).
 image_list() {
-  docker "$@" images --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}' 'minik8s/*' | grep -v '<none>' | sort || true
+  local skip='<none>'
+  [ "${MINIK8S_MONITORING:-1}" != 0 ] || skip='<none>|^minik8s/(prometheus|node-exporter):'
+  docker "$@" images --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}' 'minik8s/*' | grep -Ev "$skip" | sort || true
 }
 
 # save_images writes every minik8s/* image of the host engine to one archive, again only when

@@ -309,3 +309,52 @@ spec:
 		t.Errorf("Prometheus' pod and restarts: %q, want the same pod (%s) never restarted", now, prometheusPod)
 	}
 }
+
+// TestMonitoringCluster installs the monitoring stack on a three-node cluster (scripts/
+// monitoring.sh, as make cluster does): node-exporter runs on every node and Prometheus
+// scrapes it and each kubelet; a node added with node.sh add becomes a target of both, with
+// no restart of Prometheus.
+func TestMonitoringCluster(t *testing.T) {
+	c := startNetClusterWith(t, []string{"MINIK8S_MONITORING=1"}, "a", "b", "c")
+	c.startControlPlane(t, nil, nil)
+	c.run(t, []string{"KUBECONFIG_FILE=" + c.srv.kubeconfig(), "METRICS_HOST=" + c.hostIP}, "monitoring.sh", "install")
+	prom := prometheusAPI{t: t, kubeconfig: c.srv.kubeconfig()}
+	// upOn waits until the job has exactly one up target per node, on these nodes.
+	upOn := func(job string, nodes ...string) {
+		t.Helper()
+		want := slices.Clone(nodes)
+		slices.Sort(want)
+		var have []string
+		eventually(t, 4*time.Minute, job+" up on "+strings.Join(want, ", "), func() bool {
+			ts, err := prom.targets()
+			if err != nil {
+				return false
+			}
+			have = have[:0]
+			for _, tg := range ts {
+				if tg.Labels["job"] == job && tg.Health == "up" {
+					have = append(have, tg.Labels["node"])
+				}
+			}
+			slices.Sort(have)
+			return slices.Equal(have, want)
+		})
+	}
+	nodes := []string{c.names["a"], c.names["b"], c.names["c"]}
+	for _, job := range []string{"node-exporter", "kubelet", "kubeproxy"} {
+		upOn(job, nodes...)
+	}
+	uid := strings.TrimSpace(c.kubectlReal.ok(t, "-n", monitoringNS, "get", "pods", "-l", "app.kubernetes.io/name=prometheus",
+		"-o", "jsonpath={.items[0].metadata.uid}").stdout)
+
+	added := "node-d"
+	c.nodeSh(t, "add", added)
+	c.started = append(c.started, c.loadNode(t, added))
+	for _, job := range []string{"node-exporter", "kubelet"} {
+		upOn(job, append(nodes, added)...)
+	}
+	if now := strings.TrimSpace(c.kubectlReal.ok(t, "-n", monitoringNS, "get", "pods", "-l", "app.kubernetes.io/name=prometheus",
+		"-o", "jsonpath={.items[0].metadata.uid}").stdout); now != uid {
+		t.Errorf("Prometheus' pod changed from %s to %s", uid, now)
+	}
+}

@@ -197,7 +197,7 @@ type netCluster struct {
 var scriptEnv = []string{"MINIK8S_HOME", "BIN_DIR", "NODES", "NODE_NAMES", "NODE_NAME", "NODE_PREFIX", "HOST_COMPONENTS",
 	"HOST_KUBEPROXY", "AMQP_URL", "ADVERTISE_ADDRESS", "ETCD_SERVERS", "SERVICE_CIDR", "NETWORK_MODE", "GRACE",
 	"SCHEDULER_STRATEGY", "KUBECONFIG_DIR", "APISERVER_", "ETCD_", "CLUSTER_", "RABBITMQ_", "KUBELET_", "KUBEPROXY_",
-	"SCHEDULER_", "CONTROLLER_MANAGER_"}
+	"SCHEDULER_", "CONTROLLER_MANAGER_", "MINIK8S_MONITORING", "METRICS_HOST"}
 
 func isScriptSetting(kv string) bool {
 	k, _, _ := strings.Cut(kv, "=")
@@ -213,6 +213,14 @@ func isScriptSetting(kv string) bool {
 // with scripts/cluster.sh up, and waits until every node is Ready. The scheduler and the
 // controller-manager start with startControlPlane, once the nodes are there.
 func startNetCluster(t *testing.T, short ...string) *netCluster {
+	t.Helper()
+	return startNetClusterWith(t, nil, short...)
+}
+
+// startNetClusterWith is startNetCluster with settings of the scripts (KEY=value) that every
+// later run of them gets too; the monitoring stack stays out unless they say
+// MINIK8S_MONITORING=1.
+func startNetClusterWith(t *testing.T, settings []string, short ...string) *netCluster {
 	t.Helper()
 	requireIntegration(t)
 	requireNetTools(t)
@@ -262,8 +270,9 @@ func startNetCluster(t *testing.T, short ...string) *netCluster {
 		"ETCD_CLIENT_PORT="+strconv.Itoa(ports[1]), "ETCD_PEER_PORT="+strconv.Itoa(ports[2]),
 		"RABBITMQ_HOST="+broker.Hostname(), "RABBITMQ_PORT="+port, "RABBITMQ_API="+amqptest.ManagementURL(),
 		// make up's kubeproxy (if any) owns this host's rules: the test's nodes have their own.
-		"HOST_KUBEPROXY=0",
+		"HOST_KUBEPROXY=0", "MINIK8S_MONITORING=0",
 		"NODE_NAMES="+strings.Join(nodeNames, " "))
+	c.env = append(c.env, settings...)
 
 	// Registered before anything starts, so a failed start is cleaned up too.
 	t.Cleanup(func() { c.cleanup(t) })
