@@ -37,6 +37,7 @@ import (
 	"minik8s.io/bench/internal/abusesuite"
 	"minik8s.io/bench/internal/fnsuite"
 	"minik8s.io/bench/internal/hpasuite"
+	"minik8s.io/bench/internal/monsuite"
 	"minik8s.io/bench/internal/netsuite"
 	"minik8s.io/bench/internal/podsuite"
 	"minik8s.io/bench/internal/schedsuite"
@@ -61,11 +62,13 @@ func main() {
 	dcfg := schedsuite.DeployDefaults
 	dscfg := schedsuite.DaemonSetDefaults
 	hcfg := hpasuite.Defaults
+	mcfg := monsuite.Defaults
 	fcfg := fnsuite.Defaults
 	acfg := abusesuite.StormDefaults
 	rcfg := abusesuite.RequestsDefaults
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, daemonsets, scheduler (needs make down), hpa (needs make up), serverless (needs make up), storm (needs make up), badrequests (needs make up) or all (all but scheduler, hpa, serverless, storm and badrequests)")
+	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, daemonsets, scheduler (needs make down), hpa (needs make up), serverless (needs make up), storm (needs make up), badrequests (needs make up), monitoring (needs make up) or all (all but scheduler, hpa, serverless, storm, badrequests and monitoring)")
+	fs.DurationVar(&mcfg.Window, "monitoring-window", mcfg.Window, "how long the monitoring suite watches the idle monitoring stack")
 	fs.IntVar(&acfg.Pods, "storm-pods", acfg.Pods, "pods of each kind of failure in the storm suite")
 	fs.DurationVar(&acfg.Window, "storm-window", acfg.Window, "how long the storm suite measures the quiet node, then the storm")
 	fs.IntVar(&rcfg.Requests, "bad-requests", rcfg.Requests, "malformed writes per connection mode in the badrequests suite")
@@ -122,7 +125,7 @@ func main() {
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
-	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "daemonsets", "hpa", "serverless", "storm", "badrequests"}, which) {
+	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "daemonsets", "hpa", "serverless", "storm", "badrequests", "monitoring"}, which) {
 		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, daemonsets, scheduler, hpa, serverless, storm, badrequests or all\n", which)
 		os.Exit(2)
 	}
@@ -170,7 +173,7 @@ func main() {
 	hcfg.Kubeconfig = ncfg.Kubeconfig
 	fcfg.Kubeconfig = ncfg.Kubeconfig
 	acfg.Kubeconfig, rcfg.Kubeconfig = ncfg.Kubeconfig, ncfg.Kubeconfig
-	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, dscfg, hcfg, fcfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, dscfg, hcfg, fcfg, mcfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
@@ -180,7 +183,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, dscfg schedsuite.DaemonSetConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, dscfg schedsuite.DaemonSetConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, mcfg monsuite.Config, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -259,6 +262,16 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		if err != nil {
 			return err
 		}
+	}
+	if which == "monitoring" {
+		rep, err := monsuite.Run(ctx, mcfg, log)
+		if err != nil {
+			return err
+		}
+		fmt.Println("## Monitoring stack at rest")
+		fmt.Println()
+		rep.Print(os.Stdout)
+		fmt.Println()
 	}
 	if which == "hpa" {
 		rep, err := hpasuite.Run(ctx, hcfg, log)

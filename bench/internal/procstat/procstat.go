@@ -130,3 +130,28 @@ func Self(children bool) time.Duration {
 	}
 	return total
 }
+
+// ProcessRSS is pid's resident memory (VmRSS of /proc/<pid>/status), in bytes.
+func ProcessRSS(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseRSS(string(b))
+}
+
+// ParseRSS reads the VmRSS line (in kB) of a /proc/<pid>/status text.
+func ParseRSS(status string) (uint64, error) {
+	for line := range strings.Lines(status) {
+		v, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed VmRSS line %q: %w", line, err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("no VmRSS line")
+}

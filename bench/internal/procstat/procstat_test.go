@@ -104,3 +104,16 @@ func TestSelfAndSumSeeThisProcessWork(t *testing.T) {
 		t.Errorf("Sum with a pid that does not exist = %v, want at least this process's %v", got, fromProc)
 	}
 }
+
+func TestParseRSS(t *testing.T) {
+	got, err := ParseRSS("Name:\tprometheus\nVmPeak:\t  900 kB\nVmRSS:\t   51200 kB\nThreads:\t12\n")
+	if err != nil || got != 51200*1024 {
+		t.Errorf("ParseRSS = %d, %v; want %d", got, err, 51200*1024)
+	}
+	if _, err := ParseRSS("Name:\tkthreadd\nThreads:\t1\n"); err == nil {
+		t.Error("a status without VmRSS (a kernel thread) parsed")
+	}
+	if rss, err := ProcessRSS(os.Getpid()); err != nil || rss == 0 {
+		t.Errorf("ProcessRSS(self) = %d, %v", rss, err)
+	}
+}
