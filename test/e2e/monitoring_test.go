@@ -325,6 +325,12 @@ func TestMonitoringCluster(t *testing.T) {
 		want := slices.Clone(nodes)
 		slices.Sort(want)
 		var have []string
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s up on %v; the stack's pods:\n%s", job, have, c.kubectlReal.run(t, "-n", monitoringNS, "get", "pods", "-o", "wide").stdout)
+				t.Log(c.kubectlReal.run(t, "-n", monitoringNS, "get", "events", "--sort-by=.lastTimestamp").stdout)
+			}
+		}()
 		eventually(t, 4*time.Minute, job+" up on "+strings.Join(want, ", "), func() bool {
 			ts, err := prom.targets()
 			if err != nil {

@@ -308,11 +308,13 @@ func newHTTPS(cfg Config, paths *bootstrap.Paths, srv *server.Server, log *slog.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
+	// Watches end as the shutdown begins; other requests have the drain period to finish.
+	httpSrv.RegisterOnShutdown(srv.StopWatches)
 	ln, err := net.Listen("tcp", httpSrv.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	// Watches never end by themselves: what is left after the grace period is closed.
+	// Streams (exec, attach, logs -f, port-forward) left after the drain period are closed.
 	return &run.HTTPServer{Name: "https", Server: httpSrv, Listener: ln, TLS: true, Drain: cfg.ShutdownTimeout, Logger: log}, nil
 }
 

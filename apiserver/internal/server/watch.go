@@ -183,6 +183,13 @@ func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptio
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 
 	var initial []runtime.Object
 	listed := false

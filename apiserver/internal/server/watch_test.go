@@ -169,3 +169,50 @@ func TestWatchCompactedIsGone(t *testing.T) {
 		t.Fatalf("compacted watch: %s %+v", ev.Type, st)
 	}
 }
+
+// A watch ends as the server begins to shut down (StopWatches), instead of holding the
+// shutdown for its whole drain period.
+func TestWatchesEndAtShutdown(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	base := "/api/v1/namespaces/" + ns + "/configmaps"
+	w := h.openWatch(base + "?watch=true")
+	h.mustDo(http.StatusCreated, "POST", base, "", map[string]any{"metadata": map[string]any{"name": "before"}}, nil)
+	if ev := next(t, w, true); ev.Type != "ADDED" {
+		t.Fatalf("first event %s, want ADDED", ev.Type)
+	}
+	h.srv.StopWatches()
+	h.srv.StopWatches() // twice is harmless
+	ended := func(ch <-chan rawEvent) bool {
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case _, ok := <-ch:
+				if !ok {
+					return true
+				}
+			case <-deadline:
+				return false
+			}
+		}
+	}
+	if !ended(w) {
+		t.Fatal("the watch went on after StopWatches")
+	}
+	// One asked for afterwards (only a kept-alive connection can, as the listener is closed
+	// by then) is refused with 503 at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.url+base+"?watch=true", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a watch after StopWatches: %d, want 503", resp.StatusCode)
+	}
+	// Other requests are still served: they drain.
+	h.mustDo(http.StatusOK, "GET", base, "", nil, nil)
+}
