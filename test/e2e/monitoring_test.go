@@ -105,7 +105,7 @@ func (p prometheusAPI) query(q string) ([]promSample, error) {
 }
 
 // TestMonitoringOnMakeUp checks the monitoring stack make up installs: Prometheus finds the
-// apiserver, every kubelet endpoint, kubeproxy, node-exporter, the control plane's
+// apiserver, the kubelet, kubeproxy, node-exporter, the control plane's
 // components and itself through Kubernetes discovery alone, all up; node-exporter's series
 // exist for every node; an annotated pod exporting its own gauge is scraped and dropped after
 // it is deleted, with no restart of Prometheus; a busy pod's CPU counter rises; the rules are
@@ -125,8 +125,8 @@ func TestMonitoringOnMakeUp(t *testing.T) {
 	nodes := strings.Fields(real("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"))
 
 	t.Run("every target up", func(t *testing.T) {
-		jobs := []string{"apiserver", "kubelet", "kubelet-cadvisor", "kubelet-resource", "kubelet-probes", "kubeproxy",
-			"node-exporter", "scheduler", "controller-manager", "serverless", "kubernetes-pods"}
+		jobs := []string{"apiserver", "kubelet", "kubeproxy", "node-exporter", "scheduler", "controller-manager", "serverless",
+			"kubernetes-pods"}
 		var last string
 		defer func() {
 			if t.Failed() {
@@ -155,7 +155,7 @@ func TestMonitoringOnMakeUp(t *testing.T) {
 				}
 			}
 			// One kubelet, kubeproxy and node-exporter target per node.
-			for _, j := range []string{"kubelet", "kubelet-cadvisor", "kubeproxy", "node-exporter"} {
+			for _, j := range []string{"kubelet", "kubeproxy", "node-exporter"} {
 				if up[j] != len(nodes) {
 					missing = append(missing, fmt.Sprintf("%s (%d of %d nodes)", j, up[j], len(nodes)))
 				}
@@ -250,7 +250,7 @@ spec:
 	})
 
 	t.Run("a busy pod's CPU counter rises", func(t *testing.T) {
-		q := fmt.Sprintf(`container_cpu_usage_seconds_total{job="kubelet-cadvisor",namespace=%q,pod="busy",container="spin"}`, ns)
+		q := fmt.Sprintf(`container_cpu_usage_seconds_total{job="kubelet",namespace=%q,pod="busy",container="spin"}`, ns)
 		var first float64
 		eventually(t, 2*time.Minute, "the busy pod's CPU counter in Prometheus", func() bool {
 			got, err := prom.query(q)
@@ -293,7 +293,7 @@ spec:
 				}
 			}
 		}
-		for _, want := range []string{"NodeDown", "PodCrashLooping", "FunctionErrorRate", "instance:node_cpu_utilisation:rate1m"} {
+		for _, want := range []string{"NodeDown", "PodCrashLooping", "FunctionErrorRate", "instance:node_cpu_utilisation:rate2m"} {
 			if !names[want] {
 				t.Errorf("rule %s not loaded (have %v)", want, names)
 			}
