@@ -10,7 +10,7 @@ PKGS    := $(addsuffix /...,$(MODULES))
 # Modules outside go.work that build alone (GOWORK=off) with their own dependency versions:
 # the example operator (controller-runtime).
 STANDALONE := test/operator
-TEST_TIMEOUT ?= 30m
+TEST_TIMEOUT ?= 40m
 TEST_FLAGS ?=
 COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; \
                    elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)

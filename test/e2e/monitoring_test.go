@@ -243,7 +243,9 @@ spec:
 				return tg.Labels["namespace"] == ns && tg.Labels["pod"] == "exporter"
 			})
 		})
-		eventually(t, time.Minute, "the deleted pod's gauge stale", func() bool {
+		// Prometheus marks a gone target's series stale when its next scrape would have
+		// been, up to two scrape intervals (30 s each) after it went.
+		eventually(t, 3*time.Minute, "the deleted pod's gauge stale", func() bool {
 			got, err := prom.query(gauge)
 			return err == nil && len(got) == 0
 		})
