@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -89,16 +88,16 @@ type Config struct {
 
 // Server is the HTTP API. Build it with New; serve Handler().
 type Server struct {
-	// stopping closes when the server begins to shut down (StopWatches): watches end then,
-	// as kube-apiserver ends them, and their clients watch again elsewhere or after the
+	cfg    Config
+	store  storage.Interface
+	reg    *registry.Registry
+	log    *slog.Logger
+	engine *gin.Engine
+	// watching ends when the server begins to shut down (StopWatches), and every watch with
+	// it, as kube-apiserver ends them: their clients watch again elsewhere or after the
 	// restart, instead of holding the shutdown until its drain period is over.
-	stopping     chan struct{}
-	stoppingOnce sync.Once
-	cfg          Config
-	store        storage.Interface
-	reg          *registry.Registry
-	log          *slog.Logger
-	engine       *gin.Engine
+	watching    context.Context
+	stopWatches context.CancelFunc
 	// metrics measures usage for metrics.k8s.io; nil without a kubelet client.
 	metrics *metricsource.Source
 	// access authorizes and admits; nil allows everything authenticated.
@@ -114,7 +113,7 @@ type Server struct {
 // StopWatches ends every watch, now and from now on; the HTTP server calls it when its
 // shutdown begins (http.Server.RegisterOnShutdown), so that requests under way drain while
 // watches, which never end by themselves, do not hold the shutdown.
-func (s *Server) StopWatches() { s.stoppingOnce.Do(func() { close(s.stopping) }) }
+func (s *Server) StopWatches() { s.stopWatches() }
 
 // New builds the server and its routes. It starts nothing.
 func New(cfg Config) *Server {
@@ -125,8 +124,8 @@ func New(cfg Config) *Server {
 		cfg.WatchBookmarkInterval = time.Minute
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, proxyTransport: kubeletclient.NewHTTP(DefaultKubeletTimeout).Transport,
-		stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, proxyTransport: kubeletclient.NewHTTP(DefaultKubeletTimeout).Transport}
+	s.watching, s.stopWatches = context.WithCancel(context.Background())
 	s.webhooks = webhook.New(webhook.Config{Source: webhookSource{s}, Logger: loggerOr(cfg.Logger).With("part", "webhook"), Now: cfg.Now,
 		Authorizer: celAuthorizer{s}})
 	s.reg = registry.New(registry.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, PodCIDRs: cfg.PodCIDRs,

@@ -183,13 +183,7 @@ func (s *Server) watch(c *gin.Context, t target, opts *internalversion.ListOptio
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(s.watching, cancel)()
 
 	var initial []runtime.Object
 	listed := false
