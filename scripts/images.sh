@@ -51,7 +51,7 @@ done
 # the default list; named images are always built.
 if [ ${#wanted[@]} -eq 0 ]; then
   for a in "${IMAGES[@]}"; do
-    if [ "${MINIK8S_MONITORING:-1}" = 0 ] && [[ " prometheus node-exporter " == *" $a "* ]]; then continue; fi
+    if [ "${MINIK8S_MONITORING:-1}" = 0 ] && [[ " ${MONITORING_IMAGES[*]} " == *" $a "* ]]; then continue; fi
     wanted+=("$a")
   done
 fi

@@ -18,6 +18,10 @@ BINARIES=(
   "serverless=minik8s.io/serverless/cmd/serverless"
 )
 
+# The monitoring stack's images (configs/monitoring): MINIK8S_MONITORING=0 leaves them unbuilt
+# and off make cluster's nodes.
+MONITORING_IMAGES=(prometheus node-exporter)
+
 # Long-running components `make up` starts, in start order (down stops them in reverse).
 # Each needs a function <name>_args printing its flags one per line, and may define
 # <name>_ready (return 0 when serving) for up.sh to wait on.

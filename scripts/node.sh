@@ -131,10 +131,10 @@ start_one() {
 
 # ---- images ----------------------------------------------------------------------------
 # image_list [DOCKER_ARGS...] prints "reference id" of every minik8s/* image of an engine;
-# with MINIK8S_MONITORING=0, not the monitoring stack's (prometheus, node-exporter).
+# with MINIK8S_MONITORING=0, not the monitoring stack's (MONITORING_IMAGES).
 image_list() {
   local skip='<none>'
-  [ "${MINIK8S_MONITORING:-1}" != 0 ] || skip='<none>|^minik8s/(prometheus|node-exporter):'
+  [ "${MINIK8S_MONITORING:-1}" != 0 ] || skip="<none>|^minik8s/($(IFS='|'; echo "${MONITORING_IMAGES[*]}")):"
   docker "$@" images --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}' 'minik8s/*' | grep -Ev "$skip" | sort || true
 }
 

@@ -126,7 +126,7 @@ func main() {
 	fs.StringVar(&logLevel, "log-level", "info", "progress log level on stderr: debug, info, warn or error")
 	_ = fs.Parse(os.Args[1:])
 	if !slices.Contains([]string{"all", "apiserver", "pods", "network", "scheduler", "deployments", "daemonsets", "hpa", "serverless", "storm", "badrequests", "monitoring"}, which) {
-		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, daemonsets, scheduler, hpa, serverless, storm, badrequests or all\n", which)
+		fmt.Fprintf(os.Stderr, "bench: -suite %q: want apiserver, pods, network, deployments, daemonsets, scheduler, hpa, serverless, storm, badrequests, monitoring or all\n", which)
 		os.Exit(2)
 	}
 	if !slices.Contains([]string{"", "Parallel", "OrderedReady"}, dcfg.StatefulSet) {
