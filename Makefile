@@ -14,9 +14,8 @@ TEST_TIMEOUT ?= 40m
 TEST_FLAGS ?=
 COMPOSE := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; \
                    elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
-COMPONENT_DOCKERFILES := $(wildcard build/Dockerfile.*)
 
-.PHONY: help up down reset cluster cluster-down build test test-unit test-standalone test-compose bench bench-rules images component-images fmt vet lint clean
+.PHONY: help up down reset cluster cluster-down build test test-unit test-standalone test-compose compose compose-down bench bench-rules images fmt vet lint clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-13s %s\n", $$1, $$2}'
@@ -62,9 +61,15 @@ test-standalone: ## tests of the modules outside go.work (the example operator)
 	@for m in $(STANDALONE); do echo "(cd $$m && GOWORK=off go test ./...)"; \
 	  (cd $$m && GOWORK=off go test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...) || exit 1; done
 
-test-compose: ## check docker-compose.yml
+test-compose: ## check docker-compose.yml (TestComposeStack in test/e2e runs it)
 	@test -n "$(COMPOSE)" || { echo "neither 'docker compose' nor docker-compose is installed" >&2; exit 1; }
 	$(COMPOSE) -f docker-compose.yml config -q
+
+compose: ## the whole system in containers, nothing pulled: base and pause images, then docker compose up -d --build (not beside make up: same host ports)
+	scripts/compose.sh up -d --build
+
+compose-down: ## stop make compose's stack and its pods' containers (data stays; scripts/compose.sh down -v deletes it)
+	scripts/compose.sh down
 
 bench: bench-rules ## as root with make up running: kubeproxy's rule programming (bench-rules), then control plane vs raw etcd, pod startup vs raw Docker+CNI, ClusterIP vs pod IP and cluster DNS vs upstream; tables on stdout (BENCH_FLAGS=-suite=network, -profile)
 	go run ./bench/cmd/bench -timeout 20m $(BENCH_FLAGS)
@@ -75,11 +80,6 @@ bench-rules: ## kubeproxy's rule benchmarks: the real iptables-restore in a scra
 
 images: ## images built locally, no registry: pause, echo, load, fileserver, incluster, echo-operator, busybox, debian (debootstrap), nginx, python-runtime, prometheus, node-exporter
 	scripts/images.sh
-
-component-images: ## component images from build/Dockerfile.<component> (needs a registry for base images)
-	@for f in $(COMPONENT_DOCKERFILES); do c=$${f##*.}; \
-	  echo "docker build -f $$f -t minik8s/$$c:dev ."; \
-	  docker build -f $$f -t minik8s/$$c:dev . || exit 1; done
 
 fmt: ## gofmt all Go files
 	gofmt -w $(MODULES)
