@@ -53,6 +53,8 @@ test: test-compose test-standalone ## all tests of all modules (integration test
 	MINIK8S_E2E_BROKER_RESTART=1 go test -count=1 -timeout 10m -run '^TestBusAcrossBrokerRestart' ./test/e2e/
 	@echo "the example operator across a stop and start of the whole cluster (alone: it stops every component)"
 	MINIK8S_E2E_CLUSTER_RESTART=1 go test -count=1 -timeout 15m -run '^TestOperatorAcrossAClusterRestart$$' ./test/e2e/
+	@echo "docker-compose.yml on a Docker engine of its own in a network namespace (alone: it builds the stack's images, about 20 minutes the first time, 5 after a source change)"
+	MINIK8S_E2E_COMPOSE=1 go test -count=1 -timeout 45m -run '^TestComposeStack$$' ./test/e2e/
 
 test-unit: test-standalone ## unit tests only: -short skips tests that need RabbitMQ, Redis, etcd or Docker
 	go test -short -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
