@@ -56,7 +56,15 @@ install() {
     127.* | 0.0.0.0 | "") die "the components' metrics listen on $address, which pods cannot reach; set METRICS_HOST to an address of this host" ;;
   esac
   log "monitoring: applying configs/monitoring (namespace $NS)"
-  kctl apply -f "$ROOT/configs/monitoring/" >/dev/null || die "kubectl apply -f configs/monitoring failed"
+  # Prometheus' pod template carries a hash of its configuration and rules, so a change to
+  # either replaces the pod (it reads them at start) and an unchanged install leaves it be.
+  local hash f
+  hash=$(cat "$ROOT"/configs/monitoring/2[0-9]-prometheus-*.yaml | sha256sum | cut -c1-16)
+  for f in "$ROOT"/configs/monitoring/*.yaml; do
+    cat "$f"
+    printf '\n---\n'
+  done | sed "s|^\( *minik8s.io/config-hash:\).*|\1 \"$hash\"|" | kctl apply -f - >/dev/null ||
+    die "kubectl apply -f configs/monitoring failed"
   components_manifest "$address" | kctl apply -f - >/dev/null || die "applying the components' Endpoints failed"
   kctl -n "$NS" rollout status deployment/prometheus --timeout=180s >/dev/null ||
     die "Prometheus is not ready after 3 minutes (kubectl -n $NS describe pod -l app.kubernetes.io/name=prometheus)"
