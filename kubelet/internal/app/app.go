@@ -28,6 +28,7 @@ import (
 	"minik8s.io/kubelet/internal/pods"
 	"minik8s.io/kubelet/internal/pods/dns"
 	"minik8s.io/kubelet/internal/pods/prober"
+	"minik8s.io/kubelet/internal/runtime"
 	"minik8s.io/kubelet/internal/runtime/dockerruntime"
 	"minik8s.io/kubelet/internal/server"
 	"minik8s.io/kubelet/internal/stats"
@@ -232,7 +233,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	podManager := newPodManager(cfg, hostIP, m, docker, netw, tokens, services, probes)
 	src := newSource(node, podsAPI, podManager, rediscache.New(rdb, rediscache.NodePrefix(node)), log.With("part", "source"))
 	src.synced, src.period = podManager.MarkSynced, cfg.RelistPeriod
-	https, usage, err := newServing(cfg, hostIP, docker, m, probes, log)
+	https, usage, err := newServing(cfg, hostIP, docker, m, probes, podManager.Containers, log)
 	if err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *docker
 
 // newServing builds the kubelet's HTTPS server (logs, exec, attach, port-forward, stats,
 // metrics, images) and the reporter of the node's usage (nil when turned off).
-func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *manager.Manager, probes *prometheus.CounterVec, log *slog.Logger) (*run.HTTPServer, *nodestatus.UsageReporter, error) {
+func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *manager.Manager, probes *prometheus.CounterVec, listed func() ([]runtime.Container, time.Time), log *slog.Logger) (*run.HTTPServer, *nodestatus.UsageReporter, error) {
 	node := cfg.Node.Name
 	cert, err := servingCert(filepath.Join(cfg.RootDir, "pki"), node, []string{hostIP, node, "127.0.0.1", "localhost"}, time.Now())
 	if err != nil {
@@ -348,7 +349,8 @@ func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *man
 		Review: reviewer(m.ClientConfig()), Registry: reg.Registry, Probes: probeReg, Logger: log.With("part", "server"),
 		StreamIdleTimeout: cfg.StreamIdleTimeout}
 	// Container and node usage from cgroups and proc, as cAdvisor reads them.
-	if reader, err := stats.New(stats.Config{Runtime: docker, Node: node}); err != nil {
+	// A scrape reuses the PLEG's relist, at most a second old, rather than listing Docker.
+	if reader, err := stats.New(stats.Config{Runtime: docker, Node: node, Listed: listed}); err != nil {
 		log.Warn("no /metrics/resource or /metrics/cadvisor: cannot read cgroups", "err", err)
 	} else {
 		scfg.Usage = reader

@@ -160,6 +160,10 @@ func New(cfg Config) *Manager {
 	return m
 }
 
+// Containers returns the containers of the PLEG's last relist and when it was made, for
+// readers that can do with a second-old list rather than asking the runtime again.
+func (m *Manager) Containers() ([]runtime.Container, time.Time) { return m.pleg.Containers() }
+
 // Update sets the desired state of a pod bound to this node. A deletionTimestamp asks for the
 // pod to be stopped and then finalized.
 func (m *Manager) Update(pod *corev1.Pod) {

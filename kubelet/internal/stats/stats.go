@@ -91,6 +91,11 @@ type Config struct {
 	FSPeriod time.Duration
 	// Cores is the machine's logical CPUs; 0 means runtime.NumCPU.
 	Cores int
+	// Listed, when set, returns a recent list of the node's containers and its time (the
+	// PLEG's relist): a scrape uses it rather than listing the runtime again while it is
+	// younger than MaxListAge (2 s). Listing takes Docker a tenth of a second with a hundred pods.
+	Listed     func() ([]rt.Container, time.Time)
+	MaxListAge time.Duration
 }
 
 // Reader reads the node's and its containers' usage from cgroups and proc. Safe for
@@ -131,6 +136,9 @@ func New(cfg Config) (*Reader, error) {
 	}
 	if cfg.Cores == 0 {
 		cfg.Cores = runtime.NumCPU()
+	}
+	if cfg.MaxListAge == 0 {
+		cfg.MaxListAge = 2 * time.Second
 	}
 	if cfg.FSPeriod == 0 {
 		cfg.FSPeriod = time.Minute
@@ -198,7 +206,7 @@ func (r *Reader) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // containers lists the node's running pod containers, inspecting those not seen before.
 func (r *Reader) containers(ctx context.Context) ([]*known, error) {
-	list, err := r.cfg.Runtime.List(ctx, map[string]string{spec.LabelNode: r.cfg.Node})
+	list, err := r.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -254,6 +262,22 @@ func (r *Reader) containers(ctx context.Context) ([]*known, error) {
 		}
 	}
 	return out, nil
+}
+
+// list returns the node's containers: the recent list where there is one, else the runtime's.
+func (r *Reader) list(ctx context.Context) ([]rt.Container, error) {
+	if r.cfg.Listed != nil {
+		if list, at := r.cfg.Listed(); !at.IsZero() && r.cfg.Now().Sub(at) < r.cfg.MaxListAge {
+			mine := list[:0:0]
+			for _, c := range list {
+				if c.Labels[spec.LabelNode] == r.cfg.Node {
+					mine = append(mine, c)
+				}
+			}
+			return mine, nil
+		}
+	}
+	return r.cfg.Runtime.List(ctx, map[string]string{spec.LabelNode: r.cfg.Node})
 }
 
 // read samples one container; the size of its writable layer is measured again once it is

@@ -31,9 +31,11 @@ type fakeRuntime struct {
 	list      []rt.Container
 	full      map[string]rt.Container
 	inspected int
+	listed    int
 }
 
 func (f *fakeRuntime) List(_ context.Context, match map[string]string) ([]rt.Container, error) {
+	f.listed++
 	var out []rt.Container
 	for _, c := range f.list {
 		ok := true
@@ -257,5 +259,28 @@ func TestResourceScrapeError(t *testing.T) {
 	got := render(t, ResourceCollector(failing{}, nil))
 	if !strings.Contains(got, "resource_scrape_error 1") || strings.Contains(got, "node_cpu_usage_seconds_total") {
 		t.Errorf("a failed read:\n%s", got)
+	}
+}
+
+// A recent relist is used instead of listing the runtime; an old one is not.
+func TestSnapshotUsesARecentList(t *testing.T) {
+	f := web("n1")
+	r := newReader(t, "v1", f)
+	now := r.cfg.Now()
+	listedAt := now.Add(-time.Second)
+	r.cfg.Listed = func() ([]rt.Container, time.Time) { return f.list, listedAt }
+	snap, err := r.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.listed != 0 || len(snap.Containers) != 2 {
+		t.Fatalf("with a second-old list: runtime listed %d times, %d containers; want 0 and 2", f.listed, len(snap.Containers))
+	}
+	listedAt = now.Add(-time.Minute)
+	if _, err := r.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if f.listed != 1 {
+		t.Errorf("with a minute-old list: runtime listed %d times, want 1", f.listed)
 	}
 }
