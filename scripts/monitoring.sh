@@ -6,6 +6,7 @@
 #   scripts/monitoring.sh install     apply it, with the Endpoints of the control plane's
 #                                     components, and wait until Prometheus is ready
 #   scripts/monitoring.sh uninstall   delete it (its data claim included)
+#   scripts/monitoring.sh render      print the manifests install applies
 #
 # KUBECONFIG_FILE names the kubeconfig (default: $MINIK8S_HOME/kubeconfig, the admin's).
 set -euo pipefail
@@ -49,6 +50,18 @@ subsets:
 YAML
 }
 
+# render prints configs/monitoring as install applies it. Prometheus' pod template carries a
+# hash of its configuration and rules, so a change to either replaces the pod (it reads them
+# at start) and an unchanged install leaves it be.
+render() {
+  local hash f
+  hash=$(cat "$ROOT"/configs/monitoring/2[0-9]-prometheus-*.yaml | sha256sum | cut -c1-16)
+  for f in "$ROOT"/configs/monitoring/*.yaml; do
+    cat "$f"
+    printf '\n---\n'
+  done | sed "s|^\( *minik8s.io/config-hash:\).*|\1 \"$hash\"|"
+}
+
 install() {
   [ -x "$BIN_DIR/kubectl" ] || die "no $BIN_DIR/kubectl (make build)"
   local address=$METRICS_HOST
@@ -56,15 +69,7 @@ install() {
     127.* | 0.0.0.0 | "") die "the components' metrics listen on $address, which pods cannot reach; set METRICS_HOST to an address of this host" ;;
   esac
   log "monitoring: applying configs/monitoring (namespace $NS)"
-  # Prometheus' pod template carries a hash of its configuration and rules, so a change to
-  # either replaces the pod (it reads them at start) and an unchanged install leaves it be.
-  local hash f
-  hash=$(cat "$ROOT"/configs/monitoring/2[0-9]-prometheus-*.yaml | sha256sum | cut -c1-16)
-  for f in "$ROOT"/configs/monitoring/*.yaml; do
-    cat "$f"
-    printf '\n---\n'
-  done | sed "s|^\( *minik8s.io/config-hash:\).*|\1 \"$hash\"|" | kctl apply -f - >/dev/null ||
-    die "kubectl apply -f configs/monitoring failed"
+  render | kctl apply -f - >/dev/null || die "kubectl apply -f configs/monitoring failed"
   components_manifest "$address" | kctl apply -f - >/dev/null || die "applying the components' Endpoints failed"
   kctl -n "$NS" rollout status deployment/prometheus --timeout=180s >/dev/null ||
     die "Prometheus is not ready after 3 minutes (kubectl -n $NS describe pod -l app.kubernetes.io/name=prometheus)"
@@ -77,6 +82,7 @@ uninstall() {
 
 case "${1:-}" in
   install) install ;;
+  render) render ;;
   uninstall) uninstall ;;
   *) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 esac
