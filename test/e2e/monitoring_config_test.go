@@ -108,4 +108,3 @@ func TestMonitoringConfigs(t *testing.T) {
 		t.Error("no node-exporter DaemonSet")
 	}
 }
-
