@@ -244,6 +244,12 @@ func TestMetricsEndpoints(t *testing.T) {
 	if sum.Node.CPU == nil || sum.Node.CPU.UsageCoreNanoSeconds != 90e9 || sum.Node.Memory == nil || sum.Node.Memory.WorkingSetBytes != 3<<30 {
 		t.Errorf("summary's node: %+v, want the node's own usage", sum.Node)
 	}
+	// The pods come from the same reading, not from the runtime's stats (the fake runtime
+	// has no containers at all).
+	if len(sum.Pods) != 1 || sum.Pods[0].PodRef.UID != "u1" || len(sum.Pods[0].Containers) != 1 ||
+		sum.Pods[0].Containers[0].CPU.UsageCoreNanoSeconds != 2500e6 || sum.Pods[0].Memory.WorkingSetBytes != 1<<20 {
+		t.Errorf("summary's pods: %+v, want web's app from the usage reading", sum.Pods)
+	}
 
 	bare := httptest.NewServer(New(Config{Node: "n1", Runtime: fake.New(clock.Real{}), Containers: podList{}, Review: review}).Handler())
 	defer bare.Close()

@@ -170,7 +170,7 @@ func (r *Reader) Node() (Node, error) {
 }
 
 // Snapshot reads the node and every running container of the node's pods, sorted by
-// namespace, pod and container. A container that exits while being read is left out.
+// namespace, pod, pod uid and container. A container that exits while being read is left out.
 func (r *Reader) Snapshot(ctx context.Context) (*Snapshot, error) {
 	node, err := r.Node()
 	if err != nil {
@@ -198,6 +198,9 @@ func (r *Reader) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if a.Pod != b.Pod {
 			return a.Pod < b.Pod
+		}
+		if a.PodUID != b.PodUID {
+			return a.PodUID < b.PodUID
 		}
 		return a.Container < b.Container
 	})
