@@ -20,7 +20,10 @@ type plotSeries struct {
 // plotAnswer is what /api/range/{plot} returns; Unit tells the page how to label values
 // (ratio, bytes, cores, perSecond).
 type plotAnswer struct {
-	Title  string       `json:"title"`
+	Title string `json:"title"`
+	// Start and End are the window's bounds, in unix milliseconds.
+	Start  float64      `json:"start,omitempty"`
+	End    float64      `json:"end,omitempty"`
 	Unit   string       `json:"unit"`
 	Unit1  string       `json:"unit1,omitempty"`
 	Series []plotSeries `json:"series"`
@@ -60,8 +63,11 @@ func plotQueries(plot string, q func(string) string) (plotAnswer, []plotQuery, e
 			return plotAnswer{}, nil, fmt.Errorf("want function=namespace/name, have %q", q("function"))
 		}
 		return plotAnswer{Title: "Function " + ns + "/" + fn, Unit: "perSecond", Unit1: "replicas"}, []plotQuery{
-			{fmt.Sprintf(`sum(function:minik8s_serverless_gateway_calls:rate2m{namespace=%q, function=%q}) or vector(0)`, ns, fn), "=calls/s", "y"},
-			{fmt.Sprintf(`max(minik8s_serverless_autoscaler_desired_replicas{function=%q})`, ns+"/"+fn), "=replicas", "y1"},
+			{fmt.Sprintf(`sum(function:minik8s_serverless_gateway_calls:rate2m{namespace=%q, function=%q})`, ns, fn), "=calls/s", "y"},
+			{fmt.Sprintf(`max(minik8s_serverless_autoscaler_desired_replicas{function=%q})`, ns+"/"+fn), "=desired replicas", "y1"},
+			// The pods that ran: a function's pods are its Deployment's, named <function>-<hash>-<suffix>.
+			{fmt.Sprintf(`count(max by (pod) (container_memory_working_set_bytes{namespace=%q, pod=~%q, container!="", container!="POD"}))`,
+				ns, regexp.QuoteMeta(fn)+"-[a-z0-9]+-[a-z0-9]+"), "=pods", "y1"},
 		}, nil
 	}
 	return plotAnswer{}, nil, fmt.Errorf("no plot %q", plot)
@@ -81,6 +87,7 @@ func (s *Server) rangePlot(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	end := s.cfg.Now()
 	start := end.Add(-s.cfg.Window)
+	ans.Start, ans.End = float64(start.UnixMilli()), float64(end.UnixMilli())
 	ans.Series = []plotSeries{}
 	for _, pq := range queries {
 		series, err := s.cfg.Metrics.QueryRange(ctx, pq.expr, start, end, s.cfg.Step)

@@ -164,7 +164,7 @@ func TestPages(t *testing.T) {
 		{"/pods?namespace=default&pod=web-1", []string{"Pod default/web-1", "Waiting: CrashLoopBackOff", `id="log">fake logs<`,
 			`data-plot="/api/range/pod-cpu?namespace=default&amp;pod=web-1"`, "minik8s/busybox:1.0"}, nil},
 		{"/pods?namespace=default&pod=nope", []string{`class="errors"`, "default/nope not found"}, nil},
-		{"/serverless", []string{`data-function="fns/hello"`, "<td>1/2/2</td>", "<td>2.50</td>", "<td>40</td>", "<td>4</td>", "10.0%", "<td>3</td>",
+		{"/serverless", []string{`data-function="fns/hello" data-calls="40"`, "<td>1/2/2</td>", "<td>2.50</td>", "<td>40</td>", "<td>4</td>", "10.0%", "<td>3</td>",
 			`data-plot="/api/range/function?function=fns/hello"`, "<td>run-1</td>", "<td>pipeline</td>", "1.5s", "States.TaskFailed"}, nil},
 		{"/events", []string{"BackOff", "Pod/web-1", "Back-off restarting failed container side", "2 latest of 2"}, nil},
 		{"/events?type=Warning", []string{"BackOff", "1 latest of 1"}, []string{"Scheduled"}},
@@ -214,6 +214,8 @@ func TestPagesWithoutPrometheus(t *testing.T) {
 }
 
 func TestRangePlots(t *testing.T) {
+	windowEnd := float64(now.UnixMilli())
+	windowStart := windowEnd - float64((15 * time.Minute).Milliseconds())
 	srv, fp := newTestServer(t, nil)
 	for _, tc := range []struct {
 		path      string
@@ -222,18 +224,20 @@ func TestRangePlots(t *testing.T) {
 		want      plotAnswer
 	}{
 		{path: "/api/range/node-cpu", code: 200, wantQuery: []string{"instance:node_cpu_utilisation:rate2m"},
-			want: plotAnswer{Title: "Node CPU", Unit: "ratio", Series: []plotSeries{{Label: "node-a", Axis: "y", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}}}}},
+			want: plotAnswer{Title: "Node CPU", Unit: "ratio", Start: windowStart, End: windowEnd, Series: []plotSeries{{Label: "node-a", Axis: "y", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}}}}},
 		{path: "/api/range/pod-memory?namespace=default&pod=web-1", code: 200,
 			wantQuery: []string{`max by (container) (container_memory_working_set_bytes{namespace="default", pod="web-1", container!="", container!="POD"})`},
-			want:      plotAnswer{Title: "Memory of web-1", Unit: "bytes", Series: []plotSeries{{Label: "app", Axis: "y", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}}}}},
+			want:      plotAnswer{Title: "Memory of web-1", Unit: "bytes", Start: windowStart, End: windowEnd, Series: []plotSeries{{Label: "app", Axis: "y", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}}}}},
 		{path: "/api/range/function?function=fns/hello", code: 200,
 			wantQuery: []string{
-				`sum(function:minik8s_serverless_gateway_calls:rate2m{namespace="fns", function="hello"}) or vector(0)`,
+				`sum(function:minik8s_serverless_gateway_calls:rate2m{namespace="fns", function="hello"})`,
 				`max(minik8s_serverless_autoscaler_desired_replicas{function="fns/hello"})`,
+				`count(max by (pod) (container_memory_working_set_bytes{namespace="fns", pod=~"hello-[a-z0-9]+-[a-z0-9]+", container!="", container!="POD"}))`,
 			},
-			want: plotAnswer{Title: "Function fns/hello", Unit: "perSecond", Unit1: "replicas", Series: []plotSeries{
+			want: plotAnswer{Title: "Function fns/hello", Unit: "perSecond", Unit1: "replicas", Start: windowStart, End: windowEnd, Series: []plotSeries{
 				{Label: "calls/s", Axis: "y", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}},
-				{Label: "replicas", Axis: "y1", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}},
+				{Label: "desired replicas", Axis: "y1", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}},
+				{Label: "pods", Axis: "y1", Points: [][2]float64{{1000e3, 0.5}, {1015e3, 0.75}}},
 			}}},
 		{path: "/api/range/pod-cpu?namespace=default&pod=x%22%7D", code: 400, want: plotAnswer{Error: `want namespace and pod names, have "default" and "x\"}"`}},
 		{path: "/api/range/function?function=hello", code: 400, want: plotAnswer{Error: `want function=namespace/name, have "hello"`}},

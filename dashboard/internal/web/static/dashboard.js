@@ -44,19 +44,22 @@ async function draw(canvas) {
     borderColor: colours[i % colours.length],
     backgroundColor: colours[i % colours.length],
     borderWidth: 1.5,
-    pointRadius: 0,
+    // Lines without dots, except where too few points make no line.
+    pointRadius: s.points.length < 3 ? 3 : 0,
     stepped: s.axis === "y1",
   }));
   const scales = {
-    x: { type: "linear", ticks: { callback: clock, maxTicksLimit: 8 } },
+    x: { type: "linear", min: answer.start, max: answer.end, ticks: { callback: clock, maxTicksLimit: 8 } },
     y: { beginAtZero: true, ticks: { callback: v => formatValue(answer.unit, v) } },
   };
   if (answer.unit1) {
-    scales.y1 = { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, ticks: { precision: 0 } };
+    scales.y1 = { position: "right", beginAtZero: true, grace: 1, grid: { drawOnChartArea: false }, ticks: { precision: 0 } };
   }
   let chart = charts.get(canvas);
   if (chart) {
     chart.data.datasets = datasets;
+    chart.options.scales.x.min = answer.start;
+    chart.options.scales.x.max = answer.end;
     chart.update("none");
   } else {
     chart = new Chart(canvas, {
@@ -83,6 +86,12 @@ async function draw(canvas) {
   delete canvas.dataset.error;
 }
 
+// The log's newest lines are at its end.
+function scrollLog() {
+  const log = document.getElementById("log");
+  if (log) log.scrollTop = log.scrollHeight;
+}
+
 function drawAll() {
   return Promise.all(Array.from(document.querySelectorAll("canvas[data-plot]"), draw));
 }
@@ -100,12 +109,14 @@ async function refresh() {
   } catch (err) {
     // A missed refresh is retried at the next tick; the page keeps what it shows.
   }
+  scrollLog();
   await drawAll();
 }
 
 if (typeof Chart === "undefined") {
   document.body.dataset.chart = "missing";
 } else {
+  scrollLog();
   drawAll();
   const every = Number(document.body.dataset.refresh) || 5000;
   let busy = false;
