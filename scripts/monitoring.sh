@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The monitoring stack (configs/monitoring): Prometheus with Kubernetes service discovery and
-# node-exporter on every node, in namespace minik8s-monitoring. make up and make cluster run
-# `install` unless MINIK8S_MONITORING=0.
+# The monitoring stack (configs/monitoring): Prometheus with Kubernetes service discovery,
+# node-exporter on every node and the dashboard, in namespace minik8s-monitoring. make up and
+# make cluster run `install` unless MINIK8S_MONITORING=0.
 #
 #   scripts/monitoring.sh install     apply it, with the Endpoints of the control plane's
 #                                     components, and wait until Prometheus is ready
 #   scripts/monitoring.sh uninstall   delete it (its data claim included)
+#   scripts/monitoring.sh url         print the dashboard's URL (NodePort 30300 of a Ready node)
 #   scripts/monitoring.sh render      print the manifests install applies
 #
 # KUBECONFIG_FILE names the kubeconfig (default: $MINIK8S_HOME/kubeconfig, the admin's).
@@ -74,6 +75,19 @@ install() {
   kctl -n "$NS" rollout status deployment/prometheus --timeout=180s >/dev/null ||
     die "Prometheus is not ready after 3 minutes (kubectl -n $NS describe pod -l app.kubernetes.io/name=prometheus)"
   log "monitoring: Prometheus ready (kubectl port-forward -n $NS svc/prometheus 9090)"
+  kctl -n "$NS" rollout status deployment/dashboard --timeout=120s >/dev/null ||
+    die "the dashboard is not ready after 2 minutes (kubectl -n $NS describe pod -l app.kubernetes.io/name=dashboard)"
+  log "monitoring: dashboard ready at $(url)"
+}
+
+# url prints http://<InternalIP>:<nodePort>/ of the dashboard's Service on the first Ready node.
+url() {
+  local port ip
+  port=$(kctl -n "$NS" get service dashboard -o jsonpath='{.spec.ports[0].nodePort}') || die "no Service $NS/dashboard (scripts/monitoring.sh install)"
+  ip=$(kctl get nodes -o jsonpath='{range .items[*]}{range .status.conditions[?(@.type=="Ready")]}{.status}{end} {range .status.addresses[?(@.type=="InternalIP")]}{.address}{end}{"\n"}{end}' |
+    awk '$1 == "True" && $2 != "" { print $2; exit }')
+  [ -n "$ip" ] || die "no Ready node with an InternalIP"
+  printf 'http://%s:%s/\n' "$ip" "$port"
 }
 
 uninstall() {
@@ -84,5 +98,6 @@ case "${1:-}" in
   install) install ;;
   render) render ;;
   uninstall) uninstall ;;
+  url) url ;;
   *) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 esac

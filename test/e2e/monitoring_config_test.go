@@ -104,7 +104,16 @@ func TestMonitoringConfigs(t *testing.T) {
 	if len(hash) != 16 {
 		t.Errorf("rendered Deployment's config hash %q, want 16 hex digits", hash)
 	}
-	if _, ok := docs["DaemonSet/node-exporter"]; !ok {
-		t.Error("no node-exporter DaemonSet")
+	for _, want := range []string{"DaemonSet/node-exporter", "Deployment/dashboard"} {
+		if _, ok := docs[want]; !ok {
+			t.Errorf("no %s", want)
+		}
+	}
+	var svc corev1.Service
+	if err := yaml.UnmarshalStrict(docs["Service/dashboard"], &svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].NodePort != 30300 {
+		t.Errorf("dashboard Service: %+v, want a NodePort on 30300", svc.Spec)
 	}
 }
