@@ -80,13 +80,15 @@ install() {
   log "monitoring: dashboard ready at $(url)"
 }
 
-# url prints http://<InternalIP>:<nodePort>/ of the dashboard's Service on the first Ready node.
+# url prints http://<InternalIP>:<nodePort>/ of the dashboard's Service on the first Ready node
+# (any node with an InternalIP while none is Ready, as right after a restart: every node
+# serves a NodePort).
 url() {
   local port ip
   port=$(kctl -n "$NS" get service dashboard -o jsonpath='{.spec.ports[0].nodePort}') || die "no Service $NS/dashboard (scripts/monitoring.sh install)"
   ip=$(kctl get nodes -o jsonpath='{range .items[*]}{range .status.conditions[?(@.type=="Ready")]}{.status}{end} {range .status.addresses[?(@.type=="InternalIP")]}{.address}{end}{"\n"}{end}' |
-    awk '$1 == "True" && $2 != "" { print $2; exit }')
-  [ -n "$ip" ] || die "no Ready node with an InternalIP"
+    awk '$2 == "" { next } $1 == "True" { print $2; found = 1; exit } !any { any = $2 } END { if (!found && any) print any }')
+  [ -n "$ip" ] || die "no node with an InternalIP"
   printf 'http://%s:%s/\n' "$ip" "$port"
 }
 
