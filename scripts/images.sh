@@ -6,7 +6,8 @@
 # Debian's nginx installed on that base (the Ingress controller's pods); python-runtime is
 # Debian's python3 with common python3-* packages and the function runtime on that base (the
 # base of every serverless function image); prometheus is upstream Prometheus built from the
-# Go module proxy on FROM scratch and node-exporter Debian's node exporter on the base (the
+# Go module proxy on FROM scratch, node-exporter Debian's node exporter on the base and
+# dashboard our dashboard's static binary on FROM scratch with Chart.js from Debian (the
 # monitoring stack). Each image is tagged
 # :VERSION (debian: the Debian release, e.g. :12) and :latest in the Docker engine that `docker`
 # talks to (DOCKER_HOST is honoured).
@@ -15,7 +16,7 @@
 #   scripts/images.sh --if-missing    build only images that are not there (make up uses this)
 #   scripts/images.sh echo busybox    only these
 #   scripts/images.sh --list          print the image references, e.g. for docker save
-#   MINIK8S_MONITORING=0 scripts/images.sh   all but the monitoring stack's (prometheus, node-exporter)
+#   MINIK8S_MONITORING=0 scripts/images.sh   all but the monitoring stack's (prometheus, node-exporter, dashboard)
 #
 # Idempotent: an image carries a hash of its inputs (binary or .deb, Dockerfile, version) in the
 # label io.minik8s.build.inputs; when the hash matches, docker build is not run at all.
@@ -24,7 +25,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VERSION=1.0
-IMAGES=(pause echo load fileserver incluster echo-operator busybox debian nginx python-runtime prometheus node-exporter)
+IMAGES=(pause echo load fileserver incluster echo-operator busybox debian nginx python-runtime prometheus node-exporter dashboard)
 # Upstream Prometheus, as the Go module proxy serves it (module v0.3XX.Y is Prometheus 3.XX.Y),
 # built with only the service discovery the monitoring stack uses.
 PROMETHEUS_MODULE=${PROMETHEUS_MODULE:-github.com/prometheus/prometheus}
@@ -287,6 +288,23 @@ build_on_debian() {
   docker_build "$name" "$ctx" "$(hash_inputs "$WORK/$name.base-id" "${files[@]}")" --build-arg "BASE=$base"
 }
 
+# build_dashboard builds dashboard/cmd/dashboard into a static binary and images/dashboard, which
+# takes Chart.js from Debian's libjs-chart.js on the Debian base (whose id is an input) and
+# puts both on FROM scratch.
+build_dashboard() {
+  local ctx=$WORK/dashboard base=minik8s/debian:$DEBIAN_TAG base_id
+  command -v go >/dev/null || die "go is not on PATH"
+  present debian || build_debian
+  base_id=$(docker image inspect -f '{{.Id}}' "$base") || die "no base image $base"
+  mkdir -p "$ctx"
+  (cd "$ROOT/dashboard" && GOWORK=off CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+    -ldflags='-s -w' -o "$ctx/dashboard" ./cmd/dashboard) || die "go build dashboard/cmd/dashboard failed"
+  cp "$ROOT/images/dashboard/Dockerfile" "$ctx/Dockerfile"
+  printf 'base %s\n' "$base_id" >"$WORK/dashboard.base-id"
+  docker_build dashboard "$ctx" "$(hash_inputs "$WORK/dashboard.base-id" "$ctx/dashboard" "$ctx/Dockerfile")" \
+    --build-arg "BASE=$base"
+}
+
 todo=() have=()
 for n in "${wanted[@]}"; do
   if [ -n "$if_missing" ] && present "$n"; then have+=("$n"); else todo+=("$n"); fi
@@ -302,6 +320,7 @@ for n in "${todo[@]}"; do
     python-runtime) build_on_debian python-runtime runtime.py start.py ;;
     node-exporter) build_on_debian node-exporter ;;
     prometheus) build_prometheus ;;
+    dashboard) build_dashboard ;;
     echo-operator) build_go echo-operator test/operator ;;
     *) build_go "$n" ;;
   esac

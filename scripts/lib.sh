@@ -20,7 +20,7 @@ BINARIES=(
 
 # The monitoring stack's images (configs/monitoring): MINIK8S_MONITORING=0 leaves them unbuilt
 # and off make cluster's nodes.
-MONITORING_IMAGES=(prometheus node-exporter)
+MONITORING_IMAGES=(prometheus node-exporter dashboard)
 
 # Long-running components `make up` starts, in start order (down stops them in reverse).
 # Each needs a function <name>_args printing its flags one per line, and may define

@@ -15,7 +15,10 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install o
 
 ensure_packages() {
   local missing=() p
-  for p in rabbitmq-server redis-server containernetworking-plugins iptables curl etcd-server python3-kubernetes; do
+  local want=(rabbitmq-server redis-server containernetworking-plugins iptables curl etcd-server python3-kubernetes)
+  # Headless Chromium loads the dashboard's pages in the end-to-end tests.
+  if [ "${MINIK8S_MONITORING:-1}" != 0 ]; then want+=(chromium); fi
+  for p in "${want[@]}"; do
     installed "$p" || missing+=("$p")
   done
   if ! docker info >/dev/null 2>&1 && ! installed docker.io && ! command -v dockerd >/dev/null 2>&1; then
@@ -134,8 +137,10 @@ start() {
     start_component "$c"
     wait_component "$c"
   done
+  local dashboard="none (MINIK8S_MONITORING=0)"
   if [ "${MINIK8S_MONITORING:-1}" != 0 ]; then
     "$ROOT/scripts/monitoring.sh" install
+    dashboard=$("$ROOT/scripts/monitoring.sh" url) || dashboard="unknown (scripts/monitoring.sh url)"
   fi
   cat <<MSG
 [minik8s] cluster is up (state in $MINIK8S_HOME)
@@ -143,6 +148,7 @@ start() {
   real kubectl:  kubectl --kubeconfig $MINIK8S_HOME/kubeconfig get ns
   RabbitMQ UI:   http://localhost:15672 (guest/guest), this cluster's vhost: ${AMQP_URL##*/}
   Prometheus:    kubectl port-forward -n minik8s-monitoring svc/prometheus 9090 (MINIK8S_MONITORING=0: none)
+  dashboard:     $dashboard
   logs:          $LOG_DIR/
   stop:          make down
 MSG

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // monitoringNS is where make up installs the monitoring stack (configs/monitoring).
@@ -129,8 +131,8 @@ func TestMonitoringOnMakeUp(t *testing.T) {
 	nodes := strings.Fields(real("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"))
 
 	t.Run("every target up", func(t *testing.T) {
-		jobs := []string{"apiserver", "kubelet", "kubeproxy", "node-exporter", "scheduler", "controller-manager", "serverless",
-			"kubernetes-pods"}
+		jobs := []string{"apiserver", "kubelet", "kubelet-cadvisor", "kubelet-probes", "kubeproxy", "node-exporter", "scheduler",
+			"controller-manager", "serverless", "kubernetes-pods"}
 		var last string
 		defer func() {
 			if t.Failed() {
@@ -159,7 +161,7 @@ func TestMonitoringOnMakeUp(t *testing.T) {
 				}
 			}
 			// One kubelet, kubeproxy and node-exporter target per node.
-			for _, j := range []string{"kubelet", "kubeproxy", "node-exporter"} {
+			for _, j := range []string{"kubelet", "kubelet-cadvisor", "kubelet-probes", "kubeproxy", "node-exporter"} {
 				if up[j] != len(nodes) {
 					missing = append(missing, fmt.Sprintf("%s (%d of %d nodes)", j, up[j], len(nodes)))
 				}
@@ -225,6 +227,9 @@ spec:
       command: [sh, -c, "while :; do :; done"]
       resources:
         limits: {cpu: 200m}
+      readinessProbe:
+        exec: {command: ["true"]}
+        periodSeconds: 5
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +261,7 @@ spec:
 	})
 
 	t.Run("a busy pod's CPU counter rises", func(t *testing.T) {
-		q := fmt.Sprintf(`container_cpu_usage_seconds_total{job="kubelet",namespace=%q,pod="busy",container="spin"}`, ns)
+		q := fmt.Sprintf(`container_cpu_usage_seconds_total{job="kubelet-cadvisor",namespace=%q,pod="busy",container="spin"}`, ns)
 		var first float64
 		eventually(t, 2*time.Minute, "the busy pod's CPU counter in Prometheus", func() bool {
 			got, err := prom.query(q)
@@ -270,6 +275,66 @@ spec:
 			got, err := prom.query(q)
 			return err == nil && len(got) == 1 && got[0].Value > first
 		})
+	})
+
+	t.Run("the kubelet's cadvisor and probe series", func(t *testing.T) {
+		// One series or more per query, each above zero where the query says so.
+		for _, q := range []string{
+			fmt.Sprintf(`container_memory_working_set_bytes{job="kubelet-cadvisor",namespace=%q,pod="busy",container="spin",image="minik8s/busybox:1.0"} > 0`, ns),
+			fmt.Sprintf(`container_network_receive_packets_total{job="kubelet-cadvisor",namespace=%q,pod="busy",container="POD",interface="eth0"}`, ns),
+			fmt.Sprintf(`container_fs_usage_bytes{job="kubelet-cadvisor",namespace=%q,pod="busy",container="spin"}`, ns),
+			fmt.Sprintf(`container_start_time_seconds{job="kubelet-cadvisor",namespace=%q,pod="busy",container="spin"} > 0`, ns),
+			`container_cpu_usage_seconds_total{job="kubelet-cadvisor",id="/"} > 0`,
+			`machine_memory_bytes{job="kubelet-cadvisor"} > 0`,
+			fmt.Sprintf(`prober_probe_total{job="kubelet-probes",namespace=%q,pod="busy",container="spin",probe_type="Readiness",result="successful"} > 0`, ns),
+		} {
+			eventually(t, 2*time.Minute, q, func() bool {
+				got, err := prom.query(q)
+				return err == nil && len(got) > 0
+			})
+		}
+	})
+
+	t.Run("kubectl top node is the node's own usage", func(t *testing.T) {
+		// The node runs more than pods (the control plane, Docker), so its own working set
+		// is well above its pods' sum.
+		type usage struct {
+			Items []struct {
+				Metadata   struct{ Name string } `json:"metadata"`
+				Usage      map[string]string     `json:"usage"`
+				Containers []struct {
+					Usage map[string]string `json:"usage"`
+				} `json:"containers"`
+			} `json:"items"`
+		}
+		var last string
+		eventually(t, 2*time.Minute, "the node's memory above its pods' sum", func() bool {
+			var nodeUse, podUse usage
+			if err := json.Unmarshal([]byte(real("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")), &nodeUse); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(real("get", "--raw", "/apis/metrics.k8s.io/v1beta1/pods")), &podUse); err != nil {
+				t.Fatal(err)
+			}
+			if len(nodeUse.Items) != len(nodes) {
+				last = fmt.Sprintf("%d nodes measured", len(nodeUse.Items))
+				return false
+			}
+			var pods int64
+			for _, p := range podUse.Items {
+				for _, c := range p.Containers {
+					pods += quantity(t, c.Usage["memory"])
+				}
+			}
+			node := quantity(t, nodeUse.Items[0].Usage["memory"])
+			last = fmt.Sprintf("node %d bytes, pods %d bytes", node, pods)
+			return node > pods+100<<20
+		})
+		t.Log(last)
+		out := real("top", "node")
+		if !strings.Contains(out, nodes[0]) {
+			t.Errorf("kubectl top node:\n%s", out)
+		}
 	})
 
 	t.Run("rules loaded and alerts answered", func(t *testing.T) {
@@ -316,6 +381,16 @@ spec:
 			real("-n", monitoringNS, "get", "pods", "-l", "app.kubernetes.io/name=prometheus", "-o", "jsonpath={.items[0].status.containerStatuses[0].lastState}"),
 			real("-n", monitoringNS, "get", "events", "--field-selector", "involvedObject.kind=Pod"))
 	}
+}
+
+// quantity parses a resource quantity ("2048Ki") to its integer value.
+func quantity(t *testing.T, s string) int64 {
+	t.Helper()
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		t.Fatalf("quantity %q: %v", s, err)
+	}
+	return q.Value()
 }
 
 // TestMonitoringCluster installs the monitoring stack on a three-node cluster (scripts/

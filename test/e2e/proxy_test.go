@@ -303,8 +303,8 @@ func TestProxySubresourcesOnMakeUp(t *testing.T) {
 			// The kubelet reports the echo container's usage once it has sampled it.
 			metric := regexp.MustCompile(`(?m)^container_cpu_usage_seconds_total\{container="echo",namespace="` + regexp.QuoteMeta(ns) + `",pod="echo"\} `)
 			var last result
-			eventually(t, 2*time.Minute, "the kubelet's metrics through nodes/proxy to show the echo container", func() bool {
-				last = k.run(t, "get", "--raw", node+"/metrics")
+			eventually(t, 2*time.Minute, "the kubelet's resource metrics through nodes/proxy to show the echo container", func() bool {
+				last = k.run(t, "get", "--raw", node+"/metrics/resource")
 				return last.err == nil && metric.MatchString(last.stdout)
 			})
 			if !strings.Contains(last.stdout, "# TYPE container_cpu_usage_seconds_total counter") {

@@ -61,7 +61,8 @@ type PodUsage struct {
 	Containers []ContainerUsage
 }
 
-// NodeUsage is the summed usage of the pods a node reports.
+// NodeUsage is a node's usage: its own (CPU time and working set of the whole machine) where
+// its kubelet reports that, else the sum of its pods'.
 type NodeUsage struct {
 	Name        string
 	Timestamp   time.Time
@@ -87,6 +88,7 @@ type Source struct {
 // node is what the last two scrapes of a kubelet said.
 type node struct {
 	prev    map[string]sample // podUID/container -> cumulative CPU at the previous scrape
+	node    *sample           // the node's own cumulative CPU at the previous scrape
 	pods    []PodUsage        // usage computed at the last scrape
 	usage   *NodeUsage        // nil until two scrapes were made
 	scraped time.Time
@@ -339,6 +341,24 @@ func (n *node) update(name string, sum *summary, at time.Time) {
 		}
 		n.usage = &NodeUsage{Name: name, Timestamp: newest, Window: window, MilliCPU: cpu, MemoryBytes: mem}
 	}
+	own := sum.Node.CPU
+	if own == nil || sum.Node.Memory == nil {
+		n.node = nil
+	} else {
+		t := own.Time
+		if t.IsZero() {
+			t = at
+		}
+		// The node's own figures replace the pods' sum; until two of them were read it has none.
+		n.usage = nil
+		if prev := n.node; prev != nil && t.After(prev.at) && own.UsageCoreNanoSeconds >= prev.cpuNanos {
+			d := t.Sub(prev.at)
+			n.usage = &NodeUsage{Name: name, Timestamp: t, Window: d,
+				MilliCPU:    int64(float64(own.UsageCoreNanoSeconds-prev.cpuNanos) / float64(d.Nanoseconds()) * 1000),
+				MemoryBytes: int64(sum.Node.Memory.WorkingSetBytes)}
+		}
+		n.node = &sample{cpuNanos: own.UsageCoreNanoSeconds, at: t}
+	}
 	n.prev, n.scraped = cur, at
 }
 
@@ -346,6 +366,13 @@ func (n *node) update(name string, sum *summary, at time.Time) {
 type summary struct {
 	Node struct {
 		NodeName string `json:"nodeName"`
+		CPU      *struct {
+			Time                 time.Time `json:"time"`
+			UsageCoreNanoSeconds uint64    `json:"usageCoreNanoSeconds"`
+		} `json:"cpu"`
+		Memory *struct {
+			WorkingSetBytes uint64 `json:"workingSetBytes"`
+		} `json:"memory"`
 	} `json:"node"`
 	Pods []struct {
 		PodRef struct {

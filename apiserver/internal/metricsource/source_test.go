@@ -21,6 +21,9 @@ type fakeKubelet struct {
 	restarts map[string]time.Time          // pod/container -> counter reset at
 	hits     atomic.Int64
 	failing  atomic.Bool
+	// nodeCores and nodeMemory, when set, are the node's own usage in the summary.
+	nodeCores  float64
+	nodeMemory uint64
 }
 
 func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,9 +54,13 @@ func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Containers []ctr             `json:"containers"`
 	}
 	out := struct {
-		Node map[string]string `json:"node"`
-		Pods []pod             `json:"pods"`
-	}{Node: map[string]string{"nodeName": "n1"}}
+		Node map[string]any `json:"node"`
+		Pods []pod          `json:"pods"`
+	}{Node: map[string]any{"nodeName": "n1"}}
+	if k.nodeCores > 0 {
+		out.Node["cpu"] = map[string]any{"time": now, "usageCoreNanoSeconds": uint64(k.nodeCores * float64(now.Sub(k.start).Nanoseconds()))}
+		out.Node["memory"] = map[string]any{"time": now, "workingSetBytes": k.nodeMemory}
+	}
 	for name, cs := range k.pods {
 		p := pod{PodRef: map[string]string{"name": name, "namespace": "default", "uid": "uid-" + name}}
 		for c, cores := range cs {
@@ -184,4 +191,16 @@ func TestMissedScrapesKeepTheLastUsageForAWhile(t *testing.T) {
 	testwait.For(t, "metrics of a silent kubelet to go", func() bool { return len(s.Pods(t.Context())) == 0 && len(s.Nodes(t.Context())) == 0 })
 	k.failing.Store(false)
 	testwait.For(t, "metrics back", func() bool { return len(s.Pods(t.Context())) == 1 })
+}
+
+// A kubelet that reports the node's own usage is believed over the sum of its pods: the
+// machine runs more than pods.
+func TestNodeOwnUsage(t *testing.T) {
+	k := &fakeKubelet{start: time.Now().Add(-time.Hour), pods: map[string]map[string]float64{"web": {"app": 0.25}},
+		restarts: map[string]time.Time{}, nodeCores: 1.5, nodeMemory: 2 << 30}
+	s := startSource(t, k, time.Minute)
+	nodes := s.Nodes(t.Context())
+	if len(nodes) != 1 || !near(nodes[0].MilliCPU, 1500) || nodes[0].MemoryBytes != 2<<30 || nodes[0].Window <= 0 {
+		t.Errorf("node: want ~1500m and 2Gi, its own usage, got %+v", nodes)
+	}
 }

@@ -69,6 +69,9 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&which, "suite", "all", "which benchmarks: apiserver, pods, network (needs make up), deployments, daemonsets, scheduler (needs make down), hpa (needs make up), serverless (needs make up), storm (needs make up), badrequests (needs make up), monitoring (needs make up) or all (all but scheduler, hpa, serverless, storm, badrequests and monitoring)")
 	fs.DurationVar(&mcfg.Window, "monitoring-window", mcfg.Window, "how long the monitoring suite watches the idle monitoring stack")
+	ccfg := monsuite.CadvisorDefaults
+	fs.IntVar(&ccfg.Pods, "cadvisor-pods", ccfg.Pods, "idle pods the monitoring suite starts before timing the kubelet's /metrics/cadvisor")
+	fs.IntVar(&ccfg.Requests, "cadvisor-requests", ccfg.Requests, "requests per kubelet path in the monitoring suite")
 	fs.IntVar(&acfg.Pods, "storm-pods", acfg.Pods, "pods of each kind of failure in the storm suite")
 	fs.DurationVar(&acfg.Window, "storm-window", acfg.Window, "how long the storm suite measures the quiet node, then the storm")
 	fs.IntVar(&rcfg.Requests, "bad-requests", rcfg.Requests, "malformed writes per connection mode in the badrequests suite")
@@ -173,7 +176,7 @@ func main() {
 	hcfg.Kubeconfig = ncfg.Kubeconfig
 	fcfg.Kubeconfig = ncfg.Kubeconfig
 	acfg.Kubeconfig, rcfg.Kubeconfig = ncfg.Kubeconfig, ncfg.Kubeconfig
-	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, dscfg, hcfg, fcfg, mcfg, keep, log); err != nil {
+	if err := run(ctx, which, cfg, pcfg, scfg, ncfg, dcfg, dscfg, hcfg, fcfg, mcfg, ccfg, keep, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)
 	}
@@ -183,7 +186,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, dscfg schedsuite.DaemonSetConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, mcfg monsuite.Config, keep bool, log *slog.Logger) error {
+func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Config, scfg schedsuite.Config, ncfg netsuite.Config, dcfg schedsuite.DeployConfig, dscfg schedsuite.DaemonSetConfig, hcfg hpasuite.Config, fcfg fnsuite.Config, mcfg monsuite.Config, ccfg monsuite.CadvisorConfig, keep bool, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "minik8s-bench-")
 	if err != nil {
 		return fmt.Errorf("create work directory: %w", err)
@@ -272,6 +275,15 @@ func run(ctx context.Context, which string, cfg suite.Config, pcfg podsuite.Conf
 		fmt.Println()
 		rep.Print(os.Stdout)
 		fmt.Println()
+		crep, err := monsuite.RunCadvisor(ctx, ccfg, log)
+		if crep != nil && len(crep.Endpoints) > 0 {
+			fmt.Println("## The kubelet's usage endpoints")
+			fmt.Println()
+			crep.Print(os.Stdout)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if which == "hpa" {
 		rep, err := hpasuite.Run(ctx, hcfg, log)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,11 @@ import (
 	"minik8s.io/kubelet/internal/podcache/rediscache"
 	"minik8s.io/kubelet/internal/pods"
 	"minik8s.io/kubelet/internal/pods/dns"
+	"minik8s.io/kubelet/internal/pods/prober"
+	"minik8s.io/kubelet/internal/runtime"
 	"minik8s.io/kubelet/internal/runtime/dockerruntime"
 	"minik8s.io/kubelet/internal/server"
+	"minik8s.io/kubelet/internal/stats"
 	"minik8s.io/kubelet/internal/streaming"
 	"minik8s.io/kubelet/internal/token"
 	"minik8s.io/shared/apierror"
@@ -224,10 +228,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	tokens := token.New(token.Config{Requester: newAPITokens(m.Client()), Logger: log.With("part", "token")})
 	services := newServiceList(m.Informers().Services(), master)
-	podManager := newPodManager(cfg, hostIP, m, docker, netw, tokens, services)
+	// prober_probe_total, counted by the pod workers' probes and served at /metrics/probes.
+	probes := prober.NewResultCounter()
+	podManager := newPodManager(cfg, hostIP, m, docker, netw, tokens, services, probes)
 	src := newSource(node, podsAPI, podManager, rediscache.New(rdb, rediscache.NodePrefix(node)), log.With("part", "source"))
 	src.synced, src.period = podManager.MarkSynced, cfg.RelistPeriod
-	https, usage, err := newServing(cfg, hostIP, docker, m, log)
+	https, usage, err := newServing(cfg, hostIP, docker, m, probes, podManager.Containers, log)
 	if err != nil {
 		return err
 	}
@@ -310,7 +316,7 @@ func newNodeAgent(cfg Config, cl *client.Client, docker *dockerruntime.Runtime, 
 }
 
 // newPodManager builds the pod workers.
-func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *dockerruntime.Runtime, netw *podNetwork, tokens *token.Manager, services serviceList) *pods.Manager {
+func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *dockerruntime.Runtime, netw *podNetwork, tokens *token.Manager, services serviceList, probes *prometheus.CounterVec) *pods.Manager {
 	cl := m.Client()
 	api := apiPods{pods: client.MustFor[*corev1.Pod, *corev1.PodList](cl)}
 	return pods.New(pods.Config{
@@ -321,14 +327,14 @@ func newPodManager(cfg Config, hostIP string, m *manager.Manager, docker *docker
 			pvs:     client.MustFor[*corev1.PersistentVolume, *corev1.PersistentVolumeList](cl)},
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf,
 		Tokens: tokens, Services: services, Allocatable: nodeAllocatable(cfg.Node, nodestatus.LinuxHost{}),
-		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: m.Recorder(),
+		Runtime: docker, Network: netw, Status: api, Finalizer: api, Recorder: m.Recorder(), ProbeResults: probes,
 		Logger: m.Logger().With("part", "pods"), RelistPeriod: cfg.PLEGPeriod,
 	})
 }
 
 // newServing builds the kubelet's HTTPS server (logs, exec, attach, port-forward, stats,
 // metrics, images) and the reporter of the node's usage (nil when turned off).
-func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *manager.Manager, log *slog.Logger) (*run.HTTPServer, *nodestatus.UsageReporter, error) {
+func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *manager.Manager, probes *prometheus.CounterVec, listed func() ([]runtime.Container, time.Time), log *slog.Logger) (*run.HTTPServer, *nodestatus.UsageReporter, error) {
 	node := cfg.Node.Name
 	cert, err := servingCert(filepath.Join(cfg.RootDir, "pki"), node, []string{hostIP, node, "127.0.0.1", "localhost"}, time.Now())
 	if err != nil {
@@ -337,9 +343,20 @@ func newServing(cfg Config, hostIP string, docker *dockerruntime.Runtime, m *man
 	// The component's registry: its informers' and bus's metrics, Go's and the process's,
 	// and the server's own, all at /metrics.
 	reg := m.Metrics()
-	srv := server.New(server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
-		Review: reviewer(m.ClientConfig()), Registry: reg.Registry, Logger: log.With("part", "server"), StreamIdleTimeout: cfg.StreamIdleTimeout})
-	reg.MustRegister(server.NewUsageCollector(srv))
+	probeReg := prometheus.NewRegistry()
+	probeReg.MustRegister(probes)
+	scfg := server.Config{Node: node, Runtime: docker, Containers: containerIndex{rt: docker, node: node},
+		Review: reviewer(m.ClientConfig()), Registry: reg.Registry, Probes: probeReg, Logger: log.With("part", "server"),
+		StreamIdleTimeout: cfg.StreamIdleTimeout}
+	// Container and node usage from cgroups and proc, as cAdvisor reads them.
+	// A scrape reuses the PLEG's relist, at most a second old, rather than listing Docker.
+	if reader, err := stats.New(stats.Config{Runtime: docker, Node: node, Listed: listed}); err != nil {
+		log.Warn("no /metrics/resource or /metrics/cadvisor: cannot read cgroups", "err", err)
+	} else {
+		scfg.Usage = reader
+	}
+	srv := server.New(scfg)
+	reg.MustRegister(server.NewNodeNameCollector(node))
 	var usage *nodestatus.UsageReporter
 	if cfg.UsagePeriod >= 0 {
 		usage, err = nodestatus.NewUsageReporter(nodestatus.UsageConfig{Node: node, Period: cfg.UsagePeriod},

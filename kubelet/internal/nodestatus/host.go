@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/kubelet/internal/cgroups"
 )
 
 // Host is what the node reports about its machine.
@@ -50,35 +52,20 @@ func (LinuxHost) MemoryTotal() (int64, error)     { return meminfo("MemTotal") }
 func (LinuxHost) MemoryAvailable() (int64, error) { return meminfo("MemAvailable") }
 
 func meminfo(field string) (int64, error) {
-	data, err := os.ReadFile("/proc/meminfo")
+	info, err := cgroups.Meminfo("/proc")
 	if err != nil {
 		return 0, fmt.Errorf("read meminfo: %w", err)
 	}
-	return parseMeminfo(data, field)
+	return meminfoField(info, field)
 }
 
-// parseMeminfo finds "<field>:   <n> kB".
-func parseMeminfo(data []byte, field string) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != field {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			break
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("meminfo %s %q: %w", field, f[0], err)
-		}
-		if len(f) > 1 && f[1] == "kB" {
-			n *= 1024
-		}
-		return n, nil
+// meminfoField is one field of a parsed /proc/meminfo, in bytes.
+func meminfoField(info map[string]uint64, field string) (int64, error) {
+	n, ok := info[field]
+	if !ok {
+		return 0, fmt.Errorf("meminfo: no %s", field)
 	}
-	return 0, fmt.Errorf("meminfo: no %s", field)
+	return int64(n), nil
 }
 
 func (LinuxHost) DiskStats(path string) (DiskStats, error) {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"minik8s.io/kubelet/internal/cgroups"
 )
 
 func TestParseMeminfo(t *testing.T) {
@@ -22,9 +24,9 @@ func TestParseMeminfo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
-			got, err := parseMeminfo(data, tt.field)
+			got, err := meminfoField(cgroups.ParseMeminfo(data), tt.field)
 			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("parseMeminfo(%s) = %d, %v; want %d, error %v", tt.field, got, err, tt.want, tt.wantErr)
+				t.Errorf("meminfoField(%s) = %d, %v; want %d, error %v", tt.field, got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

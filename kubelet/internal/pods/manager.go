@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -84,8 +85,10 @@ type Config struct {
 	Status    StatusWriter
 	Finalizer Finalizer
 	Recorder  Recorder
-	Clock     clock.Clock
-	Logger    *slog.Logger
+	// ProbeResults, when set, counts probe runs (prober.NewResultCounter).
+	ProbeResults *prometheus.CounterVec
+	Clock        clock.Clock
+	Logger       *slog.Logger
 
 	// RelistPeriod is the PLEG's; pleg.DefaultPeriod when zero.
 	RelistPeriod time.Duration
@@ -145,7 +148,7 @@ func New(cfg Config) *Manager {
 	}
 	m.prober = prober.New(prober.Config{
 		Exec: cfg.Runtime, Clock: cfg.Clock, Recorder: cfg.Recorder, Logger: cfg.Logger,
-		OnChange: func(uid string) { m.wake(types.UID(uid)) },
+		OnChange: func(uid string) { m.wake(types.UID(uid)) }, Results: cfg.ProbeResults,
 	})
 	m.pleg = pleg.New(pleg.Config{
 		Lister: cfg.Runtime, Clock: cfg.Clock, Period: cfg.RelistPeriod, Logger: cfg.Logger,
@@ -156,6 +159,10 @@ func New(cfg Config) *Manager {
 	})
 	return m
 }
+
+// Containers returns the containers of the PLEG's last relist and when it was made, for
+// readers that can do with a second-old list rather than asking the runtime again.
+func (m *Manager) Containers() ([]runtime.Container, time.Time) { return m.pleg.Containers() }
 
 // Update sets the desired state of a pod bound to this node. A deletionTimestamp asks for the
 // pod to be stopped and then finalized.

@@ -50,6 +50,9 @@ type Container struct {
 	Error string
 	// Pid of the container's main process while running (0 otherwise).
 	Pid int
+	// WritableLayer is the directory holding what the container wrote to its root file
+	// system (overlay's upper directory), where Inspect can tell; "" otherwise.
+	WritableLayer string
 	// Resources are the limits the container was created with, as the runtime applied them.
 	Resources Resources
 	// Stdin, StdinOnce and TTY are as created (see ContainerConfig); Inspect sets them.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"minik8s.io/kubelet/internal/cgroups"
 	"minik8s.io/kubelet/internal/runtime"
 	"minik8s.io/kubelet/internal/runtime/fake"
+	"minik8s.io/kubelet/internal/stats"
 	"minik8s.io/shared/workqueue/clock"
 )
 
@@ -174,34 +177,85 @@ func TestSummary(t *testing.T) {
 	}
 }
 
-func TestMetricsExportContainerUsage(t *testing.T) {
-	rt := fake.New(clock.Real{})
-	rt.AddImage("img")
-	ctx := context.Background()
-	id, _ := rt.Create(ctx, runtime.ContainerConfig{Name: "app", Image: "img"})
-	if err := rt.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.SetStats(id, runtime.Stats{Timestamp: time.Now(), CPUUsageNanos: 2500e6, MemoryWorkingSetBytes: 1 << 20}); err != nil {
-		t.Fatal(err)
+// fakeUsage is a node reading and a snapshot of one container.
+type fakeUsage struct{}
+
+var usageAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func (fakeUsage) Node() (stats.Node, error) {
+	return stats.Node{Time: usageAt, CPU: cgroups.CPU{UsageNanos: 90e9}, Memory: cgroups.Memory{WorkingSet: 3 << 30, Limit: 8 << 30}, Cores: 2}, nil
+}
+
+func (u fakeUsage) Snapshot(context.Context) (*stats.Snapshot, error) {
+	n, _ := u.Node()
+	return &stats.Snapshot{Node: n, Containers: []stats.Sample{{
+		ContainerInfo: stats.ContainerInfo{ID: "c1", Name: "k8s_app", Image: "img", Namespace: "default", Pod: "web", PodUID: "u1", Container: "app"},
+		Cgroup:        "/docker/c1", Time: usageAt,
+		Stats: cgroups.Stats{CPU: cgroups.CPU{UsageNanos: 2500e6}, Memory: cgroups.Memory{WorkingSet: 1 << 20}},
+	}}}, nil
+}
+
+// Each metrics endpoint serves its own series, behind authentication; without a usage
+// reader or probe registry the endpoints are not there.
+func TestMetricsEndpoints(t *testing.T) {
+	review := func(_ context.Context, token string) (Identity, bool, error) {
+		return Identity{User: "admin"}, token == "good", nil
 	}
 	reg := prometheus.NewRegistry()
-	s := New(Config{Node: "n1", Runtime: rt, Containers: containers{current: id}, Registry: reg,
-		Review: func(context.Context, string) (Identity, bool, error) { return Identity{User: "admin"}, true, nil }})
-	reg.MustRegister(NewUsageCollector(s))
+	reg.MustRegister(NewNodeNameCollector("n1"))
+	probes := prometheus.NewRegistry()
+	counter := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "prober_probe_total"}, []string{"probe_type", "result"})
+	probes.MustRegister(counter)
+	counter.WithLabelValues("Liveness", "successful").Add(3)
+	s := New(Config{Node: "n1", Runtime: fake.New(clock.Real{}), Containers: podList{}, Registry: reg, Usage: fakeUsage{}, Probes: probes, Review: review})
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
-	code, body := get(t, hs.URL+"/metrics", "any")
-	if code != 200 {
-		t.Fatalf("metrics: %d", code)
-	}
-	for _, want := range []string{
-		`container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 2.5`,
-		`container_memory_working_set_bytes{container="app",namespace="default",pod="web"} 1.048576e+06`,
-		`kubelet_node_name{node="n1"} 1`,
+	for path, want := range map[string][]string{
+		"/metrics": {`kubelet_node_name{node="n1"} 1`},
+		"/metrics/resource": {
+			`container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 2.5`,
+			`node_cpu_usage_seconds_total 90`, `resource_scrape_error 0`},
+		"/metrics/cadvisor": {
+			`container_memory_working_set_bytes{container="app",id="/docker/c1",image="img",name="k8s_app",namespace="default",pod="web"} 1.048576e+06`,
+			`machine_cpu_cores 2`},
+		"/metrics/probes": {`prober_probe_total{probe_type="Liveness",result="successful"} 3`},
 	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("metrics lack %s", want)
+		if code, _ := get(t, hs.URL+path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without a token: %d, want 401", path, code)
+		}
+		code, body := get(t, hs.URL+path, "good")
+		if code != 200 {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %s:\n%s", path, w, body)
+			}
+		}
+		if path == "/metrics" && strings.Contains(body, "container_cpu_usage_seconds_total") {
+			t.Errorf("/metrics carries container usage, which is /metrics/resource's and /metrics/cadvisor's")
+		}
+	}
+	code, body := get(t, hs.URL+"/stats/summary", "good")
+	var sum Summary
+	if err := json.Unmarshal([]byte(body), &sum); code != 200 || err != nil {
+		t.Fatalf("summary: %d %v %s", code, err, body)
+	}
+	if sum.Node.CPU == nil || sum.Node.CPU.UsageCoreNanoSeconds != 90e9 || sum.Node.Memory == nil || sum.Node.Memory.WorkingSetBytes != 3<<30 {
+		t.Errorf("summary's node: %+v, want the node's own usage", sum.Node)
+	}
+	// The pods come from the same reading, not from the runtime's stats (the fake runtime
+	// has no containers at all).
+	if len(sum.Pods) != 1 || sum.Pods[0].PodRef.UID != "u1" || len(sum.Pods[0].Containers) != 1 ||
+		sum.Pods[0].Containers[0].CPU.UsageCoreNanoSeconds != 2500e6 || sum.Pods[0].Memory.WorkingSetBytes != 1<<20 {
+		t.Errorf("summary's pods: %+v, want web's app from the usage reading", sum.Pods)
+	}
+
+	bare := httptest.NewServer(New(Config{Node: "n1", Runtime: fake.New(clock.Real{}), Containers: podList{}, Review: review}).Handler())
+	defer bare.Close()
+	for _, path := range []string{"/metrics/resource", "/metrics/cadvisor", "/metrics/probes"} {
+		if code, _ := get(t, bare.URL+path, "good"); code != http.StatusNotFound {
+			t.Errorf("%s without a source: %d, want 404", path, code)
 		}
 	}
 }

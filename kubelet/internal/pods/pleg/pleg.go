@@ -162,6 +162,18 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	return nil
 }
 
+// Containers returns the containers of the last relist (the matching ones the kubelet made)
+// and when it was made; the zero time before the first.
+func (p *PLEG) Containers() ([]runtime.Container, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]runtime.Container, 0, len(p.last))
+	for _, c := range p.last {
+		out = append(out, c)
+	}
+	return out, p.relisted
+}
+
 // HasContainers reports whether the last relist saw containers of pod uid; relisted is false
 // before the first relist, when it knows nothing.
 func (p *PLEG) HasContainers(uid string) (has, relisted bool) {

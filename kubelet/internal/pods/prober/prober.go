@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	"minik8s.io/shared/record"
@@ -57,6 +58,17 @@ type Config struct {
 	OnChange func(podUID string)
 	Recorder Recorder
 	Logger   *slog.Logger
+	// Results, when set, counts each probe run (NewResultCounter); a container's series go
+	// when its workers stop.
+	Results *prometheus.CounterVec
+}
+
+// NewResultCounter is the kubelet's prober_probe_total, served at /metrics/probes.
+func NewResultCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "prober_probe_total",
+		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+	}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
 }
 
 // Manager owns the probe workers of all pods. Safe for concurrent use.

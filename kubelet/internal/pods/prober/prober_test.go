@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -259,4 +260,30 @@ func TestSyncFollowsALateAddress(t *testing.T) {
 	}
 	e.m.Sync(e.ctx, "u1", []Target{target("c1", c)})
 	e.until("ready once probed at the pod's address", func() bool { return e.result("c1", Readiness) == Success })
+}
+
+// prober_probe_total counts each run by result, and a stopped worker's series go.
+func TestResultCounter(t *testing.T) {
+	ex := newExecer()
+	e := &env{t: t, clk: clock.NewFake(t0)}
+	results := NewResultCounter()
+	e.m = New(Config{Exec: ex, Clock: e.clk, Results: results})
+	ctx, cancel := context.WithCancel(context.Background())
+	e.ctx = ctx
+	t.Cleanup(func() { cancel(); e.m.Wait() })
+	c := &corev1.Container{Name: "app", ReadinessProbe: &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1,
+	}}
+	e.m.Sync(e.ctx, "u1", []Target{target("c1", c)})
+	count := func(result string) float64 {
+		return testutil.ToFloat64(results.WithLabelValues("Readiness", result, "app", "web", "default", "u1"))
+	}
+	e.until("two successful probes counted", func() bool { return count("successful") >= 2 })
+	ex.set("c1", 1)
+	e.until("a failed probe counted", func() bool { return count("failed") >= 1 })
+	if n := testutil.CollectAndCount(results); n != 2 {
+		t.Errorf("%d series, want successful and failed", n)
+	}
+	e.m.RemovePod("u1")
+	e.until("the pod's series gone", func() bool { return testutil.CollectAndCount(results) == 0 })
 }

@@ -41,6 +41,7 @@ func (w *worker) run(ctx context.Context) {
 	timer := clk.NewTimer(delay)
 	defer timer.Stop()
 
+	defer w.forget()
 	okRun, failRun := 0, 0
 	for {
 		select {
@@ -58,6 +59,7 @@ func (w *worker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		w.count(err == nil)
 		if err == nil {
 			okRun, failRun = okRun+1, 0
 			if okRun >= success {
@@ -83,6 +85,30 @@ func (w *worker) run(ctx context.Context) {
 		}
 		timer.Reset(period)
 	}
+}
+
+// probeResults are prober_probe_total's result label values.
+var probeResults = map[bool]string{true: "successful", false: "failed"}
+
+// count adds one run to prober_probe_total.
+func (w *worker) count(ok bool) {
+	if c := w.m.cfg.Results; c != nil {
+		c.WithLabelValues(w.labels(probeResults[ok])...).Inc()
+	}
+}
+
+// forget drops the worker's series once it stops.
+func (w *worker) forget() {
+	if c := w.m.cfg.Results; c != nil {
+		for _, r := range probeResults {
+			c.DeleteLabelValues(w.labels(r)...)
+		}
+	}
+}
+
+func (w *worker) labels(result string) []string {
+	pod := w.target.Pod
+	return []string{kindTitle(w.key.kind), result, w.key.container, pod.Name, pod.Namespace, string(pod.UID)}
 }
 
 // gated reports whether the probe may run: liveness and readiness wait for startup.

@@ -131,6 +131,7 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Container, er
 		c.Error = s.Error
 		c.Pid = s.Pid
 	}
+	c.WritableLayer = j.GraphDriver.Data["UpperDir"]
 	return c, nil
 }
 
