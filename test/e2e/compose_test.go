@@ -16,7 +16,7 @@ import (
 
 // composeTestEnv opts in to TestComposeStack. Its first run builds the Go toolchain's,
 // modules' and components' image layers (about 20 minutes on two cores; a source change
-// costs about 5), so `make test` runs it alone, after the rest, with a timeout of its own.
+// costs about 5), so it runs alone, with a timeout of its own: make test-compose-stack.
 const composeTestEnv = "MINIK8S_E2E_COMPOSE"
 
 // composeImages are the images docker-compose.yml builds (its image: names, tag latest) and
@@ -42,7 +42,7 @@ func TestComposeStack(t *testing.T) {
 		t.Skip("-short: the compose stack builds images and runs an engine of its own")
 	}
 	if os.Getenv(composeTestEnv) == "" {
-		t.Skipf("builds the compose stack's images (about 20 minutes the first time) and runs it; set %s=1 to run it (make test does, alone)", composeTestEnv)
+		t.Skipf("builds the compose stack's images (about 20 minutes the first time) and runs it; set %s=1 to run it (make test-compose-stack does)", composeTestEnv)
 	}
 	requireComposeTools(t)
 	began := time.Now()
