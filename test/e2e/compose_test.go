@@ -284,3 +284,37 @@ func runIn(dir string, env []string, timeout time.Duration, argv ...string) (str
 	}
 	return string(out), err
 }
+
+// The compose images' module layer copies the go.mod of every module go.work uses: one
+// missing fails go mod download there, which only the slow TestComposeStack would show.
+func TestComposeDockerfileModules(t *testing.T) {
+	work, err := os.ReadFile(filepath.Join("..", "..", "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join("..", "..", "build", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modules []string
+	in := false
+	for line := range strings.Lines(string(work)) {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "use ("):
+			in = true
+		case in && line == ")":
+			in = false
+		case in && strings.HasPrefix(line, "./"):
+			modules = append(modules, strings.TrimPrefix(line, "./"))
+		}
+	}
+	if len(modules) < 5 {
+		t.Fatalf("read %d modules from go.work: %v", len(modules), modules)
+	}
+	for _, m := range modules {
+		if !strings.Contains(string(dockerfile), fmt.Sprintf("COPY %s/go.mod %s/go.sum %s/", m, m, m)) {
+			t.Errorf("build/Dockerfile does not copy %s/go.mod and go.sum before go mod download", m)
+		}
+	}
+}
