@@ -335,21 +335,13 @@ func (n *node) update(name string, sum *summary, at time.Time) {
 		}
 		window = max(window, pu.Window)
 	}
-	if !n.scraped.IsZero() {
-		if newest.IsZero() {
-			newest, window = at, at.Sub(n.scraped)
-		}
-		n.usage = &NodeUsage{Name: name, Timestamp: newest, Window: window, MilliCPU: cpu, MemoryBytes: mem}
-	}
-	own := sum.Node.CPU
-	if own == nil || sum.Node.Memory == nil {
-		n.node = nil
-	} else {
+	// The node's own figures, where the kubelet reports them, stand for it; until two of them
+	// were read it has none. Without them, the node is its pods' sum.
+	if own := sum.Node.CPU; own != nil && sum.Node.Memory != nil {
 		t := own.Time
 		if t.IsZero() {
 			t = at
 		}
-		// The node's own figures replace the pods' sum; until two of them were read it has none.
 		n.usage = nil
 		if prev := n.node; prev != nil && t.After(prev.at) && own.UsageCoreNanoSeconds >= prev.cpuNanos {
 			d := t.Sub(prev.at)
@@ -358,6 +350,14 @@ func (n *node) update(name string, sum *summary, at time.Time) {
 				MemoryBytes: int64(sum.Node.Memory.WorkingSetBytes)}
 		}
 		n.node = &sample{cpuNanos: own.UsageCoreNanoSeconds, at: t}
+	} else {
+		n.node = nil
+		if !n.scraped.IsZero() {
+			if newest.IsZero() {
+				newest, window = at, at.Sub(n.scraped)
+			}
+			n.usage = &NodeUsage{Name: name, Timestamp: newest, Window: window, MilliCPU: cpu, MemoryBytes: mem}
+		}
 	}
 	n.prev, n.scraped = cur, at
 }

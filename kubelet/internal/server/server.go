@@ -24,10 +24,7 @@ import (
 )
 
 // Usage reads the node's and its containers' usage from the kernel (a stats.Reader).
-type Usage interface {
-	stats.Snapshotter
-	Node() (stats.Node, error)
-}
+type Usage = stats.Snapshotter
 
 // Containers finds the runtime containers of pods the kubelet runs.
 type Containers interface {
@@ -329,16 +326,8 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 // Summary samples every running container of every pod.
 func (s *Server) Summary(ctx context.Context) (*Summary, error) {
 	out := &Summary{Node: NodeStats{NodeName: s.cfg.Node}, Pods: []PodStats{}}
-	if s.cfg.Usage != nil {
-		n, err := s.cfg.Usage.Node()
-		if err != nil {
-			return nil, fmt.Errorf("node usage: %w", err)
-		}
-		out.Node.CPU = &CPUStats{Time: n.Time, UsageCoreNanoSeconds: n.CPU.UsageNanos}
-		out.Node.Memory = &MemoryStats{Time: n.Time, WorkingSetBytes: n.Memory.WorkingSet}
-	}
 	var ps *PodStats
-	err := s.walk(ctx, func(p PodRef) {
+	node, err := s.walk(ctx, func(p PodRef) {
 		out.Pods = append(out.Pods, PodStats{PodRef: PodReference{Name: p.Name, Namespace: p.Namespace, UID: p.UID}, Containers: []ContainerStats{}})
 		ps = &out.Pods[len(out.Pods)-1]
 	}, func(_ PodRef, name, _ string, st runtime.Stats) {
@@ -355,6 +344,10 @@ func (s *Server) Summary(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if node != nil {
+		out.Node.CPU = &CPUStats{Time: node.Time, UsageCoreNanoSeconds: node.CPU.UsageNanos}
+		out.Node.Memory = &MemoryStats{Time: node.Time, WorkingSetBytes: node.Memory.WorkingSet}
+	}
 	return out, nil
 }
 
@@ -369,7 +362,7 @@ type ContainerSample struct {
 // ContainerSamples samples every running container of every pod, for the node's usage.
 func (s *Server) ContainerSamples(ctx context.Context) ([]ContainerSample, error) {
 	var out []ContainerSample
-	err := s.walk(ctx, func(PodRef) {}, func(_ PodRef, _, id string, st runtime.Stats) {
+	_, err := s.walk(ctx, func(PodRef) {}, func(_ PodRef, _, id string, st runtime.Stats) {
 		out = append(out, ContainerSample{ID: id, Stats: st})
 	})
 	return out, err
@@ -378,14 +371,16 @@ func (s *Server) ContainerSamples(ctx context.Context) ([]ContainerSample, error
 // walk calls pod for each pod and then container for each of its containers the runtime
 // still has stats for. The runtime is asked for every container at once (statsConcurrency
 // at a time): Docker takes a third of a second per container on a busy machine, and a
-// node's pods one after the other took longer than a metrics scrape waits.
-func (s *Server) walk(ctx context.Context, pod func(PodRef), container func(p PodRef, name, id string, st runtime.Stats)) error {
+// node's pods one after the other took longer than a metrics scrape waits. With a Usage
+// reader it walks one reading instead, and returns the node's figures of that reading (nil
+// otherwise).
+func (s *Server) walk(ctx context.Context, pod func(PodRef), container func(p PodRef, name, id string, st runtime.Stats)) (*stats.Node, error) {
 	if s.cfg.Usage != nil {
 		return s.walkUsage(ctx, pod, container)
 	}
 	pods, err := s.cfg.Containers.PodContainers(ctx)
 	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
+		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	type sample struct {
 		name, id string
@@ -421,21 +416,21 @@ func (s *Server) walk(ctx context.Context, pod func(PodRef), container func(p Po
 				continue
 			}
 			if sm.err != nil {
-				return fmt.Errorf("stats of %s/%s %s: %w", p.Namespace, p.Name, sm.name, sm.err)
+				return nil, fmt.Errorf("stats of %s/%s %s: %w", p.Namespace, p.Name, sm.name, sm.err)
 			}
 			container(p, sm.name, sm.id, sm.st)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // walkUsage is walk from one reading of the kernel's figures: a hundred pods take it tens
 // of milliseconds where Docker's stats API takes seconds. Sandboxes are left out, as from the
 // runtime's list.
-func (s *Server) walkUsage(ctx context.Context, pod func(PodRef), container func(p PodRef, name, id string, st runtime.Stats)) error {
+func (s *Server) walkUsage(ctx context.Context, pod func(PodRef), container func(p PodRef, name, id string, st runtime.Stats)) (*stats.Node, error) {
 	snap, err := s.cfg.Usage.Snapshot(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var cur *PodRef
 	for _, c := range snap.Containers {
@@ -449,7 +444,7 @@ func (s *Server) walkUsage(ctx context.Context, pod func(PodRef), container func
 		container(*cur, c.Container, c.ID, runtime.Stats{Timestamp: c.Time, CPUUsageNanos: c.Stats.CPU.UsageNanos,
 			MemoryWorkingSetBytes: c.Stats.Memory.WorkingSet})
 	}
-	return nil
+	return &snap.Node, nil
 }
 
 // statsConcurrency bounds the runtime's stats calls in flight for one summary.

@@ -37,7 +37,7 @@ var (
 // container's CPU and memory (a pod's figures include its sandbox's).
 func ResourceCollector(s Snapshotter, log *slog.Logger) prometheus.Collector {
 	return collector{snap: s, log: log, descs: []*prometheus.Desc{resContainerCPU, resContainerMem, resContainerStart,
-		resPodCPU, resPodMem, resNodeCPU, resNodeMem, resScrapeError}, emit: emitResource}
+		resPodCPU, resPodMem, resNodeCPU, resNodeMem, resScrapeError}, emit: emitResource, scrapeError: resScrapeError}
 }
 
 func emitResource(ch chan<- prometheus.Metric, snap *Snapshot) {
@@ -185,6 +185,8 @@ type collector struct {
 	log   *slog.Logger
 	descs []*prometheus.Desc
 	emit  func(chan<- prometheus.Metric, *Snapshot)
+	// scrapeError, when set, reports whether the reading failed (1) or not (0).
+	scrapeError *prometheus.Desc
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
@@ -204,8 +206,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			c.log.Warn("reading container usage", "err", err)
 		}
 	}
-	if c.descs[len(c.descs)-1] == resScrapeError {
-		ch <- prometheus.MustNewConstMetric(resScrapeError, prometheus.GaugeValue, failed)
+	if c.scrapeError != nil {
+		ch <- prometheus.MustNewConstMetric(c.scrapeError, prometheus.GaugeValue, failed)
 	}
 	if err == nil {
 		c.emit(ch, snap)

@@ -303,20 +303,25 @@ func (r *Reader) read(k *known) (Sample, error) {
 		}
 	}
 	if k.c.writableLayer != "" {
-		r.mu.Lock()
-		stale := now.Sub(k.fsAt) >= r.cfg.FSPeriod
-		r.mu.Unlock()
-		if stale {
-			size := diskUsage(k.c.writableLayer)
-			r.mu.Lock()
-			k.fsUsage, k.fsAt = size, now
-			r.mu.Unlock()
-		}
-		r.mu.Lock()
-		s.FSUsage, s.FSKnown = k.fsUsage, true
-		r.mu.Unlock()
+		s.FSUsage, s.FSKnown = r.layerSize(k, now), true
 	}
 	return s, nil
+}
+
+// layerSize is the size of k's writable layer, walked again once the last measure is older
+// than FSPeriod; the walk runs without the lock.
+func (r *Reader) layerSize(k *known, now time.Time) uint64 {
+	r.mu.Lock()
+	size, at := k.fsUsage, k.fsAt
+	r.mu.Unlock()
+	if now.Sub(at) < r.cfg.FSPeriod {
+		return size
+	}
+	size = diskUsage(k.c.writableLayer)
+	r.mu.Lock()
+	k.fsUsage, k.fsAt = size, now
+	r.mu.Unlock()
+	return size
 }
 
 // deviceNameLocked names a block device as /dev/<name> from sys's uevent file, or as
